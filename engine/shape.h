@@ -1,0 +1,33 @@
+#pragma once
+// The shape of a tensor: up to four extents, NCHW order for images.
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace lockstep {
+
+class Shape {
+public:
+  static constexpr int max_rank = 4;
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> extents);
+
+  int rank() const { return rank_; }
+  int64_t operator[](int axis) const { return dims_[axis]; }
+  int64_t& operator[](int axis) { return dims_[axis]; }
+  int64_t numel() const;
+  // Elements per item of the leading (batch) axis.
+  int64_t per_sample() const;
+  Shape with_batch(int64_t n) const;
+  std::string str() const;  // "[2, 3, 5, 5]"
+  bool operator==(const Shape& other) const;
+  bool operator!=(const Shape& other) const { return !(*this == other); }
+
+private:
+  std::array<int64_t, max_rank> dims_{};
+  int rank_ = 0;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,17 @@
+#pragma once
+#include <cstdint>
+
+namespace lockstep::cpu {
+
+struct LossSums {
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+};
+
+// Softmax cross-entropy over `rows` rows of `classes` logits with integer labels
+// (already checked to lie in [0, classes)). Writes scale * dLoss/dlogits into
+// `grad` when it is not null.
+LossSums softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows, int classes, float scale,
+                               float* grad);
+
+}  // namespace lockstep::cpu

@@ -1,0 +1,221 @@
+#include "layers/graph.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+#include "engine/ops/loss.h"
+
+namespace lockstep {
+
+namespace {
+Shape batched(int64_t n, const Shape& per_sample) {
+  Shape s;
+  switch (per_sample.rank()) {
+    case 1: s = Shape{n, per_sample[0]}; break;
+    case 2: s = Shape{n, per_sample[0], per_sample[1]}; break;
+    default: s = Shape{n, per_sample[0], per_sample[1], per_sample[2]}; break;
+  }
+  return s;
+}
+}  // namespace
+
+Graph::Graph(Shape input_shape, int64_t num_classes, std::string spec)
+    : input_shape_(input_shape), num_classes_(num_classes), spec_(std::move(spec)) {
+  LS_CHECK(input_shape.rank() >= 1 && input_shape.rank() <= 3 && input_shape.numel() > 0,
+           "model input shape must be [C, H, W] or [F] with no zero extent, got ", input_shape.str());
+  LS_CHECK(num_classes >= 2, "a classifier needs at least 2 classes, got ", num_classes);
+}
+
+const std::string& Graph::add(const std::string& name, std::unique_ptr<Layer> layer,
+                              std::vector<std::string> inputs) {
+  LS_CHECK(!finalized_, "node '", name, "' added after the graph was finalised");
+  LS_CHECK(!name.empty() && name != "input", "invalid node name '", name, "'");
+  LS_CHECK(layer != nullptr, "node '", name, "' has no layer");
+  Node node;
+  node.name = name;
+  std::vector<Shape> in_shapes;
+  for (const std::string& in : inputs) {
+    if (in == "input") {
+      node.inputs.push_back(-1);
+      in_shapes.push_back(input_shape_);
+      continue;
+    }
+    auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const Node& n) { return n.name == in; });
+    LS_CHECK(it != nodes_.end(), "node '", name, "' reads '", in, "', which is not an earlier node");
+    node.inputs.push_back(static_cast<int>(it - nodes_.begin()));
+    in_shapes.push_back(it->out_shape);
+  }
+  for (const Node& n : nodes_) LS_CHECK(n.name != name, "node name '", name, "' used twice");
+  layer->name = name;
+  node.out_shape = layer->output_shape(in_shapes);
+  node.layer = std::move(layer);
+  nodes_.push_back(std::move(node));
+  return nodes_.back().name;
+}
+
+const std::string& Graph::then(const std::string& name, std::unique_ptr<Layer> layer) {
+  return add(name, std::move(layer), {nodes_.empty() ? std::string("input") : nodes_.back().name});
+}
+
+const std::string& Graph::last() const {
+  LS_CHECK(!nodes_.empty(), "the graph has no node");
+  return nodes_.back().name;
+}
+
+void Graph::finalize(Device device, uint64_t seed) {
+  LS_CHECK(!finalized_, "graph finalised twice");
+  LS_CHECK(!nodes_.empty(), "the graph has no node");
+  const Shape& out = nodes_.back().out_shape;
+  LS_CHECK(out.rank() == 1 && out[0] == num_classes_, "the last node '", nodes_.back().name, "' gives ", out.str(),
+           " per sample, expected [", num_classes_, "] logits");
+  device_ = device;
+
+  std::vector<ParamSpec> params, states;
+  std::vector<std::pair<size_t, size_t>> param_range, state_range;  // per node: [first, end) spec index
+  for (Node& node : nodes_) {
+    std::vector<Shape> in_shapes;
+    for (int i : node.inputs) in_shapes.push_back(i < 0 ? input_shape_ : nodes_[i].out_shape);
+    auto p = node.layer->parameter_specs(in_shapes);
+    auto s = node.layer->state_specs(in_shapes);
+    param_range.emplace_back(params.size(), params.size() + p.size());
+    state_range.emplace_back(states.size(), states.size() + s.size());
+    for (auto& spec : p) params.push_back({node.name + "." + spec.name, spec.shape, spec.init, spec.decay, spec.fan_in});
+    for (auto& spec : s) states.push_back({node.name + "." + spec.name, spec.shape, spec.init, spec.decay, spec.fan_in});
+  }
+  arenas_ = ParameterArenas(params, device, /*with_momentum=*/true);
+  initialize_parameters(arenas_, seed);
+
+  // Running statistics: their own arena, initialised by their Init (zeros/ones).
+  ParameterArenas state_layout(states, device, /*with_momentum=*/false);
+  initialize_parameters(state_layout, 0);
+  state_ = state_layout.params;
+  state_entries_ = state_layout.entries();
+
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    std::vector<Tensor> p, g, s;
+    for (size_t i = param_range[n].first; i < param_range[n].second; ++i) {
+      p.push_back(arenas_.param(i));
+      g.push_back(arenas_.grad(i));
+    }
+    for (size_t i = state_range[n].first; i < state_range[n].second; ++i)
+      s.push_back(state_.view(state_entries_[i].offset, state_entries_[i].shape));
+    if (param_range[n].first < param_range[n].second)
+      nodes_[n].first_param_offset = arenas_.entries()[param_range[n].first].offset;
+    nodes_[n].layer->bind(p, g, s);
+  }
+  finalized_ = true;
+}
+
+std::vector<BatchNormState*> Graph::batch_norms() {
+  std::vector<BatchNormState*> out;
+  for (Node& node : nodes_)
+    if (BatchNormState* s = node.layer->batch_norm_state()) out.push_back(s);
+  return out;
+}
+
+void Graph::ensure_capacity(int64_t batch) {
+  if (batch <= capacity_) return;
+  for (Node& node : nodes_) {
+    node.output = Tensor();
+    node.grad = Tensor();
+  }
+  for (Node& node : nodes_) {
+    node.output = Tensor::empty(batched(batch, node.out_shape), device_);
+    node.grad = Tensor::empty(batched(batch, node.out_shape), device_);
+  }
+  capacity_ = batch;
+}
+
+std::vector<Tensor> Graph::gather_inputs(const Node& node, const Tensor& images, int64_t batch) const {
+  std::vector<Tensor> inputs;
+  for (int i : node.inputs) inputs.push_back(i < 0 ? images : nodes_[i].output.batch_slice(0, batch));
+  return inputs;
+}
+
+void Graph::check_batch(const Tensor& images, const Tensor& labels) const {
+  LS_CHECK(finalized_, "the graph is used before finalize()");
+  LS_CHECK(images.device() == device_ && labels.device() == device_, "batch on ", images.device().str(), "/",
+           labels.device().str(), " for a model on ", device_.str());
+  Shape expect = batched(images.shape().rank() ? images.dim(0) : 0, input_shape_);
+  LS_CHECK(images.shape() == expect, "images of shape ", images.shape().str(), " for a model that takes ",
+           expect.str());
+  LS_CHECK(labels.numel() == images.dim(0), images.dim(0), " images with ", labels.numel(), " labels");
+}
+
+void Graph::forward_all(Context& ctx, const Tensor& images, Mode mode) {
+  int64_t batch = images.dim(0);
+  ensure_capacity(batch);
+  for (Node& node : nodes_) {
+    std::vector<Tensor> inputs = gather_inputs(node, images, batch);
+    Tensor out = node.output.batch_slice(0, batch);
+    node.layer->forward(ctx, inputs, out, mode);
+  }
+}
+
+StepMetrics Graph::train_step(Context& ctx, const Tensor& images, const Tensor& labels, float loss_scale,
+                              const GradReadyCallback& on_grad_ready) {
+  check_batch(images, labels);
+  int64_t batch = images.dim(0);
+  if (batch == 0) {
+    // An empty slice still takes part: zero gradients and zero-weight statistics.
+    arenas_.grads.zero();
+    for (BatchNormState* bn : batch_norms()) {
+      bn->batch_mean.zero();
+      bn->batch_var.zero();
+      bn->values_per_channel = 0;
+    }
+    if (on_grad_ready) on_grad_ready(0);
+    return {};
+  }
+  forward_all(ctx, images, Mode::train);
+
+  Tensor logits = nodes_.back().output.batch_slice(0, batch);
+  Tensor logits_grad = nodes_.back().grad.batch_slice(0, batch);
+  StepMetrics metrics = ops::softmax_cross_entropy(ctx, logits, labels, loss_scale, &logits_grad);
+
+  // Reverse order: a node's gradient is complete once every consumer (all
+  // later nodes) has run; the first consumer to run writes it, the rest add.
+  std::vector<bool> grad_written(nodes_.size(), false);
+  grad_written.back() = true;
+  for (size_t n = nodes_.size(); n-- > 0;) {
+    Node& node = nodes_[n];
+    std::vector<Tensor> inputs = gather_inputs(node, images, batch);
+    std::vector<Tensor> input_grads(node.inputs.size());
+    std::vector<GradMode> modes(node.inputs.size(), GradMode::write);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      int src = node.inputs[i];
+      if (src < 0) continue;  // no gradient for the data
+      input_grads[i] = nodes_[src].grad.batch_slice(0, batch);
+      // The same source twice in one node: the layer writes the first, adds the second.
+      bool seen_here = std::find(node.inputs.begin(), node.inputs.begin() + i, src) != node.inputs.begin() + i;
+      modes[i] = grad_written[src] || seen_here ? GradMode::add : GradMode::write;
+    }
+    for (int src : node.inputs)
+      if (src >= 0) grad_written[src] = true;
+    Tensor out = node.output.batch_slice(0, batch);
+    Tensor out_grad = node.grad.batch_slice(0, batch);
+    node.layer->backward(ctx, inputs, out, out_grad, input_grads, modes);
+    if (on_grad_ready && node.first_param_offset >= 0) on_grad_ready(node.first_param_offset);
+  }
+  if (on_grad_ready) on_grad_ready(0);
+  return metrics;
+}
+
+StepMetrics Graph::evaluate(Context& ctx, const Tensor& images, const Tensor& labels) {
+  check_batch(images, labels);
+  if (images.dim(0) == 0) return {};
+  forward_all(ctx, images, Mode::eval);
+  Tensor logits = nodes_.back().output.batch_slice(0, images.dim(0));
+  return ops::softmax_cross_entropy(ctx, logits, labels, 1.0f, nullptr);
+}
+
+Tensor Graph::logits(Context& ctx, const Tensor& images) {
+  LS_CHECK(finalized_, "the graph is used before finalize()");
+  Tensor out = Tensor::empty(Shape{images.dim(0), num_classes_}, device_);
+  if (images.dim(0) == 0) return out;
+  forward_all(ctx, images, Mode::eval);
+  out.copy_from(nodes_.back().output.batch_slice(0, images.dim(0)));
+  return out;
+}
+
+}  // namespace lockstep

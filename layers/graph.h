@@ -1,0 +1,77 @@
+#pragma once
+// Graph: the Model made of layers. Nodes are kept in the order they were
+// added, which must be topological (each input is "input" or an earlier
+// node); the last node's output is the logits [N, classes]. A residual block
+// is an `add` node with two inputs. The graph owns one output buffer and one
+// gradient buffer per node, sized for the largest batch seen so far.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "layers/layer.h"
+
+namespace lockstep {
+
+class Graph final : public Model {
+public:
+  // `input_shape` is one sample's [C, H, W] (or [F]); `spec` names the model.
+  Graph(Shape input_shape, int64_t num_classes, std::string spec);
+
+  // Adds a node reading the named earlier nodes ("input" is the data). Returns
+  // its name. Throws when a name is unknown or taken, or shapes do not fit.
+  const std::string& add(const std::string& name, std::unique_ptr<Layer> layer, std::vector<std::string> inputs);
+  // Adds a node reading the previous node (or the input for the first).
+  const std::string& then(const std::string& name, std::unique_ptr<Layer> layer);
+  const std::string& last() const;
+
+  // Allocates the arenas on `device` and initialises the parameters from
+  // `seed`. No node may be added afterwards.
+  void finalize(Device device, uint64_t seed);
+
+  Device device() const override { return device_; }
+  std::string spec() const override { return spec_; }
+  Shape input_shape() const override { return input_shape_; }
+  int64_t num_classes() const override { return num_classes_; }
+  ParameterArenas& arenas() override { return arenas_; }
+  Tensor& state_arena() override { return state_; }
+  std::vector<ParamEntry> state_entries() const override { return state_entries_; }
+  std::vector<BatchNormState*> batch_norms() override;
+
+  StepMetrics train_step(Context& ctx, const Tensor& images, const Tensor& labels, float loss_scale,
+                         const GradReadyCallback& on_grad_ready = {}) override;
+  StepMetrics evaluate(Context& ctx, const Tensor& images, const Tensor& labels) override;
+  Tensor logits(Context& ctx, const Tensor& images) override;
+
+  size_t node_count() const { return nodes_.size(); }
+  Layer& layer(size_t i) { return *nodes_[i].layer; }
+
+private:
+  struct Node {
+    std::string name;
+    std::unique_ptr<Layer> layer;
+    std::vector<int> inputs;  // node indices; -1 is the graph input
+    Shape out_shape;          // per sample
+    int64_t first_param_offset = -1;
+    Tensor output, grad;      // [capacity, ...out_shape]
+  };
+
+  const Node& checked_input_node(int index) const;
+  void ensure_capacity(int64_t batch);
+  std::vector<Tensor> gather_inputs(const Node& node, const Tensor& images, int64_t batch) const;
+  void forward_all(Context& ctx, const Tensor& images, Mode mode);
+  void check_batch(const Tensor& images, const Tensor& labels) const;
+
+  Shape input_shape_;
+  int64_t num_classes_;
+  std::string spec_;
+  std::vector<Node> nodes_;
+  bool finalized_ = false;
+  Device device_;
+  ParameterArenas arenas_;
+  Tensor state_;
+  std::vector<ParamEntry> state_entries_;
+  int64_t capacity_ = 0;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,57 @@
+#pragma once
+// The Layer interface. A layer computes one output from its inputs, holds
+// views of its parameters (into the replica's arenas) and, for batch norm, its
+// running statistics. Backward is written by hand for each layer.
+//
+// Contract for every layer:
+//  - output_shape() validates the per-sample input shapes ([C,H,W] or [F])
+//    and throws lockstep::Error naming the layer and the shapes when they do
+//    not fit; forward/backward may then assume them.
+//  - forward() writes the whole output; the batch size is that of inputs[0].
+//  - backward() writes every parameter gradient (never accumulates: each
+//    parameter is used once per step) and, for each defined input_grads[i],
+//    writes (grad_modes[i] == write) or adds to (== add) dL/d(input i). An
+//    undefined input_grads[i] means that gradient is not needed.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/arena.h"
+#include "engine/context.h"
+#include "engine/model.h"
+#include "engine/tensor.h"
+
+namespace lockstep {
+
+enum class Mode { train, eval };
+enum class GradMode { write, add };
+
+class Layer {
+public:
+  virtual ~Layer() = default;
+  virtual std::string type() const = 0;
+  // Per-sample shapes in, per-sample shape out.
+  virtual Shape output_shape(const std::vector<Shape>& inputs) const = 0;
+  // Parameters and running statistics this layer needs, given its input shapes
+  // (names are local; the graph prefixes the node name).
+  virtual std::vector<ParamSpec> parameter_specs(const std::vector<Shape>& /*inputs*/) const { return {}; }
+  virtual std::vector<ParamSpec> state_specs(const std::vector<Shape>& /*inputs*/) const { return {}; }
+  // Views into the arenas, in the order of the specs above.
+  virtual void bind(const std::vector<Tensor>& /*params*/, const std::vector<Tensor>& /*grads*/,
+                    const std::vector<Tensor>& /*state*/) {}
+
+  virtual void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) = 0;
+  virtual void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output,
+                        const Tensor& output_grad, std::vector<Tensor>& input_grads,
+                        const std::vector<GradMode>& grad_modes) = 0;
+
+  // Batch-norm layers expose their statistics to the replica manager.
+  virtual BatchNormState* batch_norm_state() { return nullptr; }
+
+  std::string name;  // set by the graph; used in error messages
+};
+
+// "conv2d 'stem' (input [3, 5, 5]): " — the prefix of a layer's error messages.
+std::string describe(const Layer& layer, const std::vector<Shape>& inputs);
+
+}  // namespace lockstep

@@ -1,0 +1,65 @@
+#include <catch2/catch.hpp>
+
+#include "engine/optimizer.h"
+
+using namespace lockstep;
+
+namespace {
+// Arenas with two tensors: a weight with decay [2] and a bias without [1].
+ParameterArenas two_tensor_arenas() {
+  return ParameterArenas({{"w", Shape{2}, Init::zeros, true}, {"b", Shape{1}, Init::zeros, false}}, Device::cpu(),
+                         true);
+}
+void set(Tensor t, std::vector<float> v) { t.copy_from(Tensor::from_vector(t.shape(), v)); }
+}  // namespace
+
+TEST_CASE("sgd momentum with weight decay equals a hand-computed three-step sequence", "[sgd]") {
+  Context ctx(Device::cpu());
+  ParameterArenas a = two_tensor_arenas();
+  set(a.param(0), {1.0f, -2.0f});
+  set(a.param(1), {0.5f});
+  SgdConfig config{0.9f, 0.1f, false};
+  const float lr = 0.1f;
+  // Gradients fed at each step (the optimizer clears them).
+  std::vector<std::vector<float>> gw = {{0.5f, 1.0f}, {-1.0f, 0.0f}, {0.25f, 0.5f}};
+  std::vector<float> gb = {1.0f, 1.0f, -2.0f};
+  // By hand, w0: g=0.5+0.1*1=0.6, v=0.6, w=1-0.06=0.94
+  //   step2: g=-1+0.094=-0.906, v=0.54-0.906=-0.366, w=0.94+0.0366=0.9766
+  //   step3: g=0.25+0.09766=0.34766, v=-0.3294+0.34766=0.01826, w=0.9766-0.001826=0.974774
+  // w1: g=1-0.2=0.8, v=0.8, w=-2.08; g=0-0.208=-0.208, v=0.72-0.208=0.512, w=-2.1312;
+  //   g=0.5-0.21312=0.28688, v=0.4608+0.28688=0.74768, w=-2.205968
+  // b (no decay): v=1, b=0.4; v=1.9, b=0.21; v=1.71-2=-0.29, b=0.239
+  for (int s = 0; s < 3; ++s) {
+    set(a.grad(0), gw[s]);
+    set(a.grad(1), {gb[s]});
+    sgd_step(ctx, a, config, lr);
+  }
+  std::vector<float> w = a.param(0).to_vector();
+  REQUIRE(w[0] == Approx(0.974774f).epsilon(1e-5));
+  REQUIRE(w[1] == Approx(-2.205968f).epsilon(1e-5));
+  REQUIRE(a.param(1).to_vector()[0] == Approx(0.239f).epsilon(1e-5));
+  for (float g : a.grads.to_vector()) REQUIRE(g == 0.0f);  // cleared for the next step
+}
+
+TEST_CASE("sgd nesterov equals a hand-computed three-step sequence", "[sgd]") {
+  Context ctx(Device::cpu());
+  ParameterArenas a = two_tensor_arenas();
+  set(a.param(0), {1.0f, 0.0f});
+  SgdConfig config{0.5f, 0.2f, true};
+  // w0, grads 1, 1, 1; lr 0.1; decay 0.2:
+  //  g=1.2, v=1.2, step=1.2+0.6=1.8, w=0.82
+  //  g=1.164, v=0.6+1.164=1.764, step=1.164+0.882=2.046, w=0.6154
+  //  g=1.12308, v=0.882+1.12308=2.00508, step=1.12308+1.00254=2.12562, w=0.402838
+  for (int s = 0; s < 3; ++s) {
+    set(a.grad(0), {1.0f, 0.0f});
+    sgd_step(ctx, a, config, 0.1f);
+  }
+  REQUIRE(a.param(0).to_vector()[0] == Approx(0.402838f).epsilon(1e-5));
+  REQUIRE(a.param(0).to_vector()[1] == 0.0f);
+}
+
+TEST_CASE("sgd refuses a negative learning rate", "[sgd]") {
+  Context ctx(Device::cpu());
+  ParameterArenas a = two_tensor_arenas();
+  REQUIRE_THROWS_WITH(sgd_step(ctx, a, SgdConfig{}, -1.0f), Catch::Contains("negative lr"));
+}

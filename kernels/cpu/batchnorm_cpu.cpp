@@ -1,0 +1,92 @@
+#include "kernels/cpu/batchnorm_cpu.h"
+
+#include "kernels/bn_math.h"
+#include "kernels/elementwise_math.h"
+
+namespace lockstep::cpu {
+
+void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
+                           float* var, float* inv_std) {
+  const int64_t count = n * spatial;
+  for (int64_t c = 0; c < channels; ++c) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* plane = x + (i * channels + c) * spatial;
+      for (int64_t j = 0; j < spatial; ++j) sum += plane[j];
+    }
+    const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
+    double squares = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* plane = x + (i * channels + c) * spatial;
+      for (int64_t j = 0; j < spatial; ++j) {
+        const double d = plane[j] - m;
+        squares += d * d;
+      }
+    }
+    mean[c] = static_cast<float>(m);
+    var[c] = count > 0 ? static_cast<float>(squares / static_cast<double>(count)) : 0.0f;
+    inv_std[c] = bn_inv_std(var[c], eps);
+  }
+}
+
+void batchnorm_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                         const float* inv_std, const float* gamma, const float* beta, float* y) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t base = (i * channels + c) * spatial;
+      for (int64_t j = 0; j < spatial; ++j)
+        y[base + j] = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
+    }
+}
+
+void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* running_mean,
+                            const float* running_var, float eps, const float* gamma, const float* beta, float* y) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const float inv_std = bn_inv_std(running_var[c], eps);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t base = (i * channels + c) * spatial;
+      for (int64_t j = 0; j < spatial; ++j)
+        y[base + j] = bn_normalize(x[base + j], running_mean[c], inv_std, gamma[c], beta[c]);
+    }
+  }
+}
+
+void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                        const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
+                        float* dx, bool accumulate) {
+  const int64_t count = n * spatial;
+  for (int64_t c = 0; c < channels; ++c) {
+    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t base = (i * channels + c) * spatial;
+      for (int64_t j = 0; j < spatial; ++j) {
+        const double xhat = (x[base + j] - mean[c]) * inv_std[c];
+        sum_dy += dy[base + j];
+        sum_dy_xhat += dy[base + j] * xhat;
+      }
+    }
+    dbeta[c] = static_cast<float>(sum_dy);
+    dgamma[c] = static_cast<float>(sum_dy_xhat);
+    if (!dx || count == 0) continue;
+    const float mean_dy = static_cast<float>(sum_dy / static_cast<double>(count));
+    const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / static_cast<double>(count));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t base = (i * channels + c) * spatial;
+      for (int64_t j = 0; j < spatial; ++j) {
+        const float xhat = (x[base + j] - mean[c]) * inv_std[c];
+        store_grad(dx[base + j], bn_input_grad(dy[base + j], xhat, gamma[c], inv_std[c], mean_dy, mean_dy_xhat),
+                   accumulate);
+      }
+    }
+  }
+}
+
+void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,
+                              int64_t channels, int64_t values_per_channel, float momentum) {
+  for (int64_t c = 0; c < channels; ++c) {
+    running_mean[c] = bn_running_update(running_mean[c], mean[c], momentum);
+    running_var[c] = bn_running_update(running_var[c], bn_unbiased_var(biased_var[c], values_per_channel), momentum);
+  }
+}
+
+}  // namespace lockstep::cpu

@@ -1,0 +1,35 @@
+#pragma once
+// CPU reference of 2-D batch normalisation. Images are [n, channels, spatial]
+// (spatial = H * W) and every per-channel array has `channels` entries.
+#include <cstdint>
+
+namespace lockstep::cpu {
+
+// Per-channel mean and biased variance over the n * spatial values, in two
+// passes (the variance around the mean) with double accumulators, and
+// inv_std = 1 / sqrt(var + eps). An empty batch gives mean = var = 0.
+void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
+                           float* var, float* inv_std);
+
+// y = gamma * (x - mean) * inv_std + beta.
+void batchnorm_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                         const float* inv_std, const float* gamma, const float* beta, float* y);
+
+// Inference: the same with the running statistics.
+void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* running_mean,
+                            const float* running_var, float eps, const float* gamma, const float* beta, float* y);
+
+// Backward of the training forward (batch statistics): writes dgamma =
+// sum(dy * xhat) and dbeta = sum(dy); when dx is not null, writes (or adds,
+// when accumulate) the input gradient, which includes the paths through the
+// batch mean and variance.
+void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                        const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
+                        float* dx, bool accumulate);
+
+// running = (1 - momentum) * running + momentum * value, the variance made
+// unbiased with values_per_channel (see bn_unbiased_var).
+void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,
+                              int64_t channels, int64_t values_per_channel, float momentum);
+
+}  // namespace lockstep::cpu

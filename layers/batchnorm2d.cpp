@@ -1,0 +1,101 @@
+#include "layers/batchnorm2d.h"
+
+#include "engine/error.h"
+#include "engine/ops/batchnorm.h"
+
+namespace lockstep {
+
+namespace {
+
+Shape sample_shape(const Tensor& x) {
+  const Shape& s = x.shape();
+  return s.rank() == 4 ? Shape{s[1], s[2], s[3]} : s;
+}
+
+}  // namespace
+
+BatchNorm2d::BatchNorm2d(float eps, float momentum) : eps_(eps) {
+  LS_CHECK(eps > 0.0f, "batchnorm2d: eps must be positive, got ", eps);
+  LS_CHECK(momentum >= 0.0f && momentum <= 1.0f, "batchnorm2d: momentum must lie in [0, 1], got ", momentum);
+  state_.momentum = momentum;
+}
+
+Shape BatchNorm2d::output_shape(const std::vector<Shape>& inputs) const {
+  LS_CHECK(inputs.size() == 1, describe(*this, inputs), "takes one input, got ", inputs.size());
+  const Shape& s = inputs[0];
+  LS_CHECK(s.rank() == 3, describe(*this, inputs), "needs a [C, H, W] input, got rank ", s.rank());
+  LS_CHECK(s[0] > 0 && s[1] > 0 && s[2] > 0, describe(*this, inputs), "needs non-empty channels and images");
+  return s;
+}
+
+std::vector<ParamSpec> BatchNorm2d::parameter_specs(const std::vector<Shape>& inputs) const {
+  const int64_t c = output_shape(inputs)[0];
+  return {{"weight", Shape{c}, Init::ones, false}, {"bias", Shape{c}, Init::zeros, false}};
+}
+
+std::vector<ParamSpec> BatchNorm2d::state_specs(const std::vector<Shape>& inputs) const {
+  const int64_t c = output_shape(inputs)[0];
+  return {{"running_mean", Shape{c}, Init::zeros, false}, {"running_var", Shape{c}, Init::ones, false}};
+}
+
+void BatchNorm2d::bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                       const std::vector<Tensor>& state) {
+  LS_CHECK(params.size() == 2 && grads.size() == 2 && state.size() == 2, "batchnorm2d '", name, "': bind got ",
+           params.size(), " parameters, ", grads.size(), " gradients and ", state.size(),
+           " state tensors, expected 2 of each");
+  weight_ = params[0];
+  bias_ = params[1];
+  weight_grad_ = grads[0];
+  bias_grad_ = grads[1];
+  state_.running_mean = state[0];
+  state_.running_var = state[1];
+  allocate_buffers(weight_.device());
+}
+
+void BatchNorm2d::allocate_buffers(Device device) {
+  const Shape channels{weight_.numel()};
+  state_.batch_mean = Tensor::zeros(channels, device);
+  state_.batch_var = Tensor::zeros(channels, device);
+  saved_mean_ = Tensor::zeros(channels, device);
+  saved_inv_std_ = Tensor::zeros(channels, device);
+  saved_values_ = -1;
+}
+
+void BatchNorm2d::check_batch(const Tensor& x, const char* pass) const {
+  LS_CHECK(weight_.defined(), describe(*this, {sample_shape(x)}), pass, " before bind");
+  LS_CHECK(x.shape().rank() == 4 && x.dim(1) == weight_.numel(), describe(*this, {sample_shape(x)}), pass,
+           " of a batch ", x.shape().str(), " with ", weight_.numel(), " channels bound");
+}
+
+void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) {
+  const Tensor& x = inputs.at(0);
+  check_batch(x, "forward");
+  if (mode == Mode::eval) {
+    saved_values_ = -1;
+    ops::batchnorm_forward_eval(ctx, x, weight_, bias_, state_.running_mean, state_.running_var, eps_, output);
+    return;
+  }
+  if (state_.batch_mean.device() != x.device()) allocate_buffers(x.device());
+  ops::batchnorm_forward_train(ctx, x, weight_, bias_, eps_, output, state_.batch_mean, state_.batch_var,
+                               saved_mean_, saved_inv_std_);
+  saved_values_ = x.dim(0) * x.dim(2) * x.dim(3);
+  state_.values_per_channel = saved_values_;
+}
+
+void BatchNorm2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,
+                           std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
+  const Tensor& x = inputs.at(0);
+  check_batch(x, "backward");
+  LS_CHECK(saved_values_ == x.dim(0) * x.dim(2) * x.dim(3), describe(*this, {sample_shape(x)}),
+           "backward of a batch ", x.shape().str(), " needs a training-mode forward of that batch first");
+  Tensor* dx = input_grads.at(0).defined() ? &input_grads[0] : nullptr;
+  ops::batchnorm_backward(ctx, x, output_grad, weight_, saved_mean_, saved_inv_std_, weight_grad_, bias_grad_, dx,
+                          grad_modes.at(0) == GradMode::add);
+}
+
+BatchNormState* BatchNorm2d::batch_norm_state() {
+  state_.name = name;
+  return &state_;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,45 @@
+#pragma once
+// BatchNorm2d: per channel, y = weight * (x - mean) / sqrt(var + eps) + bias
+// over [N, C, H, W]. Training uses the batch mean and biased variance over
+// N*H*W, writes them to batch_norm_state() for the replica manager (which alone
+// updates the running statistics, from all replicas' statistics), and saves the
+// mean and 1/sqrt(var + eps) for backward; eval uses the running statistics.
+// Backward (after a training forward) writes dweight and dbias and writes or
+// adds dx, the full gradient through the batch statistics.
+#include "layers/layer.h"
+
+namespace lockstep {
+
+class BatchNorm2d final : public Layer {
+public:
+  explicit BatchNorm2d(float eps = 1e-5f, float momentum = 0.1f);
+
+  std::string type() const override { return "batchnorm2d"; }
+  Shape output_shape(const std::vector<Shape>& inputs) const override;
+  // "weight" [C] (ones) and "bias" [C] (zeros), without weight decay.
+  std::vector<ParamSpec> parameter_specs(const std::vector<Shape>& inputs) const override;
+  // "running_mean" [C] (zeros) and "running_var" [C] (ones).
+  std::vector<ParamSpec> state_specs(const std::vector<Shape>& inputs) const override;
+  void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+            const std::vector<Tensor>& state) override;
+
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
+                std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+
+  BatchNormState* batch_norm_state() override;
+
+private:
+  // Checks a batch [N, C, H, W] against the bound channel count.
+  void check_batch(const Tensor& x, const char* pass) const;
+  // (Re)allocates the per-channel buffers on `device`.
+  void allocate_buffers(Device device);
+
+  float eps_;
+  Tensor weight_, bias_, weight_grad_, bias_grad_;
+  Tensor saved_mean_, saved_inv_std_;  // [C], from the last training forward
+  int64_t saved_values_ = -1;          // N*H*W of that forward; -1 until one ran (or after an eval forward)
+  BatchNormState state_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,100 @@
+#include "kernels/cpu/pool_cpu.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/elementwise_math.h"
+
+namespace lockstep::cpu {
+
+namespace {
+
+// Index (within the plane) of the arg-max of output (oh, ow)'s window.
+int64_t window_argmax(const float* plane, const PoolGeometry& g, int64_t oh, int64_t ow) {
+  PoolSpan rows = pool_span(oh, g.in_h, g.window), cols = pool_span(ow, g.in_w, g.window);
+  float best = -std::numeric_limits<float>::infinity();
+  int64_t best_at = rows.begin * g.in_w + cols.begin;  // padding <= kernel/2: the span is never empty
+  for (int64_t h = rows.begin; h < rows.end; ++h)
+    for (int64_t w = cols.begin; w < cols.end; ++w)
+      if (pool_max_takes(plane[h * g.in_w + w], best)) {
+        best = plane[h * g.in_w + w];
+        best_at = h * g.in_w + w;
+      }
+  return best_at;
+}
+
+float window_sum(const float* plane, const PoolGeometry& g, int64_t oh, int64_t ow) {
+  PoolSpan rows = pool_span(oh, g.in_h, g.window), cols = pool_span(ow, g.in_w, g.window);
+  float sum = 0.0f;
+  for (int64_t h = rows.begin; h < rows.end; ++h)
+    for (int64_t w = cols.begin; w < cols.end; ++w) sum += plane[h * g.in_w + w];
+  return sum;
+}
+
+// Write mode clears dx first, so both modes can scatter-add afterwards.
+void prepare_grad(float* dx, int64_t n, bool accumulate) {
+  if (!accumulate) std::fill(dx, dx + n, 0.0f);
+}
+
+}  // namespace
+
+void max_pool2d_forward(const float* x, float* y, const PoolGeometry& g) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const float* plane = x + p * in_plane;
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow)
+        y[p * out_plane + oh * g.out_w + ow] = plane[window_argmax(plane, g, oh, ow)];
+  }
+}
+
+void max_pool2d_backward(const float* x, const float* dy, float* dx, const PoolGeometry& g, bool accumulate) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  prepare_grad(dx, g.planes * in_plane, accumulate);
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow)
+        dx[p * in_plane + window_argmax(x + p * in_plane, g, oh, ow)] += dy[p * out_plane + oh * g.out_w + ow];
+}
+
+void avg_pool2d_forward(const float* x, float* y, const PoolGeometry& g) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const float inv_area = 1.0f / static_cast<float>(g.window.kernel * g.window.kernel);
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow)
+        y[p * out_plane + oh * g.out_w + ow] = window_sum(x + p * in_plane, g, oh, ow) * inv_area;
+}
+
+void avg_pool2d_backward(const float* dy, float* dx, const PoolGeometry& g, bool accumulate) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const float inv_area = 1.0f / static_cast<float>(g.window.kernel * g.window.kernel);
+  prepare_grad(dx, g.planes * in_plane, accumulate);
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        float share = dy[p * out_plane + oh * g.out_w + ow] * inv_area;
+        PoolSpan rows = pool_span(oh, g.in_h, g.window), cols = pool_span(ow, g.in_w, g.window);
+        for (int64_t h = rows.begin; h < rows.end; ++h)
+          for (int64_t w = cols.begin; w < cols.end; ++w) dx[p * in_plane + h * g.in_w + w] += share;
+      }
+}
+
+void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t plane_size) {
+  for (int64_t p = 0; p < planes; ++p) {
+    // Summed in double: a plane can be large (a 32x32 or 56x56 feature map).
+    double sum = 0.0;
+    for (int64_t i = 0; i < plane_size; ++i) sum += x[p * plane_size + i];
+    y[p] = static_cast<float>(sum / static_cast<double>(plane_size));
+  }
+}
+
+void global_avg_pool_backward(const float* dy, float* dx, int64_t planes, int64_t plane_size, bool accumulate) {
+  const float inv_size = 1.0f / static_cast<float>(plane_size);
+  for (int64_t p = 0; p < planes; ++p) {
+    float share = dy[p] * inv_size;
+    for (int64_t i = 0; i < plane_size; ++i) store_grad(dx[p * plane_size + i], share, accumulate);
+  }
+}
+
+}  // namespace lockstep::cpu

@@ -1,0 +1,29 @@
+#pragma once
+// Dropout's mask is never stored: element i of a step keeps its value when the
+// counter-based draw at its global index is >= p. Forward and backward, CPU
+// and CUDA, and every replica recompute the same draws from the same key.
+#include <cstdint>
+
+#include "kernels/elementwise_math.h"
+#include "kernels/host_device.h"
+#include "kernels/random_math.h"
+
+namespace lockstep {
+
+// The key of one dropout layer at one training step. `salt` tells layers apart
+// (a hash of the layer's name), so two dropout layers draw different masks.
+LS_HD uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t salt) {
+  return random_key(random_key(seed, salt), step);
+}
+
+// Keeps with probability 1 - p (up to the 2^-24 grid of the draw).
+LS_HD bool dropout_keeps(uint64_t key, uint64_t global_index, float p) {
+  return random_uniform(key, global_index) >= p;
+}
+
+// Inverted dropout: kept values are scaled by 1/(1-p) so the expectation is x.
+LS_HD float dropout_scale(float p) { return 1.0f / (1.0f - p); }
+
+LS_HD float dropout_apply(float x, bool keep, float scale) { return keep ? x * scale : 0.0f; }
+
+}  // namespace lockstep

@@ -1,0 +1,25 @@
+#include "layers/add.h"
+
+#include "engine/error.h"
+#include "engine/ops/tensor_ops.h"
+
+namespace lockstep {
+
+Shape Add::output_shape(const std::vector<Shape>& inputs) const {
+  LS_CHECK(inputs.size() == 2, describe(*this, inputs), "takes two inputs, got ", inputs.size());
+  LS_CHECK(inputs[0] == inputs[1], describe(*this, inputs), "the two inputs must have the same shape");
+  return inputs[0];
+}
+
+void Add::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+  ops::add(ctx, inputs[0], inputs[1], output);
+}
+
+void Add::backward(Context& ctx, const std::vector<Tensor>&, const Tensor&, const Tensor& output_grad,
+                   std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
+  for (size_t i = 0; i < 2; ++i)
+    if (input_grads[i].defined())
+      ops::copy_or_add(ctx, output_grad, input_grads[i], grad_modes[i] == GradMode::add);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,53 @@
+#pragma once
+// Pooling layers on [C, H, W] samples. No parameters, nothing saved: max
+// pooling finds each window's arg-max again in backward from its input.
+// Backward writes or adds the input gradient per its grad mode.
+#include "kernels/pool_geometry.h"
+#include "layers/layer.h"
+
+namespace lockstep {
+
+// Max over kernel x kernel windows; padding counts as -inf, so it is never
+// chosen. The gradient goes to each window's arg-max (the first on ties).
+class MaxPool2d final : public Layer {
+public:
+  // stride 0 means stride = kernel; padding at most kernel / 2.
+  MaxPool2d(int kernel, int stride = 0, int padding = 0);
+  std::string type() const override { return "maxpool2d"; }
+  Shape output_shape(const std::vector<Shape>& inputs) const override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
+                std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+  const PoolWindow& window() const { return window_; }
+
+private:
+  PoolWindow window_;
+};
+
+// Mean over kernel x kernel windows, always divided by kernel^2: padding
+// counts as zeros (PyTorch's count_include_pad=True).
+class AvgPool2d final : public Layer {
+public:
+  AvgPool2d(int kernel, int stride = 0, int padding = 0);
+  std::string type() const override { return "avgpool2d"; }
+  Shape output_shape(const std::vector<Shape>& inputs) const override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
+                std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+  const PoolWindow& window() const { return window_; }
+
+private:
+  PoolWindow window_;
+};
+
+// [C, H, W] -> [C, 1, 1], the mean of each channel (AdaptiveAvgPool2d(1)).
+class GlobalAvgPool final : public Layer {
+public:
+  std::string type() const override { return "global_avgpool"; }
+  Shape output_shape(const std::vector<Shape>& inputs) const override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
+                std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+};
+
+}  // namespace lockstep

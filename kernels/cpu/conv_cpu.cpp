@@ -1,0 +1,161 @@
+#include "kernels/cpu/conv_cpu.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace lockstep::cpu {
+
+namespace {
+
+// The outputs o in [lo, hi) whose tap o*stride + offset lands inside [0, extent):
+// computing this range once per row keeps the copy loops free of bounds tests.
+struct Span {
+  int64_t lo, hi;
+};
+Span valid_outputs(int64_t offset, int64_t stride, int64_t extent, int64_t outputs) {
+  int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last = extent - 1 - offset;
+  int64_t hi = last < 0 ? 0 : std::min(outputs, last / stride + 1);
+  return {std::min(lo, hi), hi};
+}
+
+int blas_int(int64_t v) { return static_cast<int>(v); }
+
+}  // namespace
+
+void im2col(const ConvGeometry& g, const float* image, float* columns) {
+  const int64_t k = g.kernel, s = g.stride, oh_n = g.out_h, ow_n = g.out_w;
+  float* out = columns;
+  for (int64_t c = 0; c < g.in_channels; ++c) {
+    const float* plane = image + c * g.in_h * g.in_w;
+    for (int64_t ki = 0; ki < k; ++ki) {
+      Span rows = valid_outputs(ki - g.padding, s, g.in_h, oh_n);
+      for (int64_t kj = 0; kj < k; ++kj, out += oh_n * ow_n) {
+        Span cols = valid_outputs(kj - g.padding, s, g.in_w, ow_n);
+        Span live = rows;
+        if (cols.lo == cols.hi) live.hi = live.lo;  // this tap column never lands inside the image
+        const int64_t first_iw = cols.lo * s + kj - g.padding, width = cols.hi - cols.lo;
+        std::fill(out, out + live.lo * ow_n, 0.0f);
+        for (int64_t oh = live.lo; oh < live.hi; ++oh) {
+          float* dst = out + oh * ow_n;
+          const float* src = plane + (oh * s + ki - g.padding) * g.in_w + first_iw;
+          std::fill(dst, dst + cols.lo, 0.0f);
+          if (s == 1) {
+            std::memcpy(dst + cols.lo, src, sizeof(float) * width);
+          } else {
+            for (int64_t i = 0; i < width; ++i) dst[cols.lo + i] = src[i * s];
+          }
+          std::fill(dst + cols.hi, dst + ow_n, 0.0f);
+        }
+        std::fill(out + live.hi * ow_n, out + oh_n * ow_n, 0.0f);
+      }
+    }
+  }
+}
+
+void col2im_add(const ConvGeometry& g, const float* columns, float* image) {
+  const int64_t k = g.kernel, s = g.stride, oh_n = g.out_h, ow_n = g.out_w;
+  const float* in = columns;
+  for (int64_t c = 0; c < g.in_channels; ++c) {
+    float* plane = image + c * g.in_h * g.in_w;
+    for (int64_t ki = 0; ki < k; ++ki) {
+      Span rows = valid_outputs(ki - g.padding, s, g.in_h, oh_n);
+      for (int64_t kj = 0; kj < k; ++kj, in += oh_n * ow_n) {
+        Span cols = valid_outputs(kj - g.padding, s, g.in_w, ow_n);
+        if (cols.lo == cols.hi) continue;
+        const int64_t first_iw = cols.lo * s + kj - g.padding, width = cols.hi - cols.lo;
+        for (int64_t oh = rows.lo; oh < rows.hi; ++oh) {
+          const float* src = in + oh * ow_n + cols.lo;
+          float* dst = plane + (oh * s + ki - g.padding) * g.in_w + first_iw;
+          if (s == 1) {
+            for (int64_t i = 0; i < width; ++i) dst[i] += src[i];
+          } else {
+            for (int64_t i = 0; i < width; ++i) dst[i * s] += src[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y,
+                    float* columns) {
+  const int64_t rows = g.column_rows(), pixels = g.column_cols();
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const float* xn = x + n * g.in_sample();
+    float* yn = y + n * g.out_sample();
+    const float* cols = xn;
+    if (!g.is_pointwise()) {
+      im2col(g, xn, columns);
+      cols = columns;
+    }
+    // The bias is preloaded into y so the sgemm adds the product onto it (beta = 1).
+    if (bias)
+      for (int64_t o = 0; o < g.out_channels; ++o) std::fill(yn + o * pixels, yn + (o + 1) * pixels, bias[o]);
+    // y_n [O, P] = w [O, CKK] * cols [CKK, P]
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(g.out_channels), blas_int(pixels),
+                blas_int(rows), 1.0f, w, blas_int(rows), cols, blas_int(pixels), bias ? 1.0f : 0.0f, yn,
+                blas_int(pixels));
+  }
+}
+
+void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx, bool accumulate,
+                          float* columns) {
+  const int64_t rows = g.column_rows(), pixels = g.column_cols();
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const float* dyn = dy + n * g.out_sample();
+    float* dxn = dx + n * g.in_sample();
+    // dcols [CKK, P] = w^T [CKK, O] * dy_n [O, P]; for a pointwise conv dcols is dx_n itself.
+    if (g.is_pointwise()) {
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(rows), blas_int(pixels),
+                  blas_int(g.out_channels), 1.0f, w, blas_int(rows), dyn, blas_int(pixels), accumulate ? 1.0f : 0.0f,
+                  dxn, blas_int(pixels));
+      continue;
+    }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(rows), blas_int(pixels), blas_int(g.out_channels),
+                1.0f, w, blas_int(rows), dyn, blas_int(pixels), 0.0f, columns, blas_int(pixels));
+    if (!accumulate) std::fill(dxn, dxn + g.in_sample(), 0.0f);
+    col2im_add(g, columns, dxn);
+  }
+}
+
+void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* columns) {
+  const int64_t rows = g.column_rows(), pixels = g.column_cols();
+  if (g.batch == 0) std::fill(dw, dw + g.weight_numel(), 0.0f);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const float* xn = x + n * g.in_sample();
+    const float* cols = xn;
+    if (!g.is_pointwise()) {
+      im2col(g, xn, columns);
+      cols = columns;
+    }
+    // dw [O, CKK] (+)= dy_n [O, P] * cols^T [P, CKK]; the first sample writes.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(g.out_channels), blas_int(rows), blas_int(pixels),
+                1.0f, dy + n * g.out_sample(), blas_int(pixels), cols, blas_int(pixels), n == 0 ? 0.0f : 1.0f, dw,
+                blas_int(rows));
+  }
+}
+
+void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db) {
+  const int64_t pixels = g.column_cols();
+  for (int64_t o = 0; o < g.out_channels; ++o) {
+    // Independent float lanes per row vectorise; each row's total then joins a
+    // double, so a large batch of large images loses nothing to rounding.
+    double sum = 0.0;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const float* row = dy + n * g.out_sample() + o * pixels;
+      constexpr int lanes = 16;
+      float partial[lanes] = {};
+      int64_t p = 0;
+      for (; p + lanes <= pixels; p += lanes)
+        for (int l = 0; l < lanes; ++l) partial[l] += row[p + l];
+      for (; p < pixels; ++p) partial[0] += row[p];
+      for (float v : partial) sum += v;
+    }
+    db[o] = static_cast<float>(sum);
+  }
+}
+
+}  // namespace lockstep::cpu

@@ -1,0 +1,58 @@
+#include "layers/conv2d.h"
+
+#include "engine/error.h"
+#include "engine/ops/conv.h"
+#include "kernels/conv_geometry.h"
+
+namespace lockstep {
+
+Conv2d::Conv2d(int64_t out_channels, int kernel, int stride, int padding, bool bias, Init weight_init)
+    : out_channels_(out_channels), kernel_(kernel), stride_(stride), padding_(padding), has_bias_(bias),
+      weight_init_(weight_init) {}
+
+Shape Conv2d::output_shape(const std::vector<Shape>& inputs) const {
+  LS_CHECK(inputs.size() == 1 && inputs[0].rank() == 3, describe(*this, inputs),
+           "takes one [C, H, W] input per sample");
+  const Shape& in = inputs[0];
+  ConvGeometry g;
+  std::string problem = ConvGeometry::make(1, in[0], in[1], in[2], out_channels_, kernel_, stride_, padding_, g);
+  if (!problem.empty())
+    LS_FAIL(describe(*this, inputs), problem, " (out_channels ", out_channels_, ", kernel ", kernel_, ", stride ",
+            stride_, ", padding ", padding_, ")");
+  return Shape{g.out_channels, g.out_h, g.out_w};
+}
+
+std::vector<ParamSpec> Conv2d::parameter_specs(const std::vector<Shape>& inputs) const {
+  output_shape(inputs);
+  int64_t c = inputs[0][0], k = kernel_;
+  std::vector<ParamSpec> specs{{"weight", Shape{out_channels_, c, k, k}, weight_init_, true, 0}};
+  if (has_bias_) specs.push_back({"bias", Shape{out_channels_}, Init::fan_in_uniform, false, c * k * k});
+  return specs;
+}
+
+void Conv2d::bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>&) {
+  size_t expected = has_bias_ ? 2 : 1;
+  LS_CHECK(params.size() == expected && grads.size() == expected, "conv2d '", name, "': bound to ", params.size(),
+           " parameters, expected ", expected);
+  weight_ = params[0];
+  weight_grad_ = grads[0];
+  if (has_bias_) {
+    bias_ = params[1];
+    bias_grad_ = grads[1];
+  }
+}
+
+void Conv2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+  ops::conv2d_forward(ctx, inputs[0], weight_, has_bias_ ? &bias_ : nullptr, output, stride_, padding_);
+}
+
+void Conv2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,
+                      std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
+  ops::conv2d_backward_filter(ctx, inputs[0], output_grad, weight_grad_, stride_, padding_);
+  if (has_bias_) ops::conv2d_backward_bias(ctx, output_grad, bias_grad_);
+  if (input_grads[0].defined())
+    ops::conv2d_backward_data(ctx, output_grad, weight_, input_grads[0], stride_, padding_,
+                              grad_modes[0] == GradMode::add);
+}
+
+}  // namespace lockstep

@@ -23,8 +23,9 @@ public:
   virtual int64_t num_classes() const = 0;
   virtual int64_t size() const = 0;           // samples per epoch
   virtual int64_t batches_per_epoch() const = 0;
-  // Begins epoch `epoch` (its order depends only on the seed and the epoch).
-  virtual void start_epoch(int64_t epoch) = 0;
+  // Begins epoch `epoch` (its order depends only on the seed and the epoch),
+  // at batch `first_batch` of it (non-zero when resuming mid-epoch).
+  virtual void start_epoch(int64_t epoch, int64_t first_batch) = 0;
   // Fills `batch` with the next batch of the epoch; false once the epoch is
   // done. The batch's memory stays valid until the next call to next().
   virtual bool next(HostBatch& batch) = 0;

@@ -15,6 +15,7 @@ struct ContextOptions {
   size_t workspace_limit_bytes = size_t(512) << 20;  // upper bound for conv workspaces
   bool deterministic = false;  // pick deterministic algorithms only
   bool allow_tf32 = false;     // TF32 tensor-core math in cuBLAS/cuDNN
+  bool sync_timing = false;    // synchronise before reading clocks, so GPU phase times are real
 };
 
 struct CudaState;
@@ -42,6 +43,10 @@ public:
   uint64_t seed = 0;
   uint64_t step = 0;
   int64_t sample_offset = 0;
+
+  // Seconds the model's last train_step spent in forward and in backward.
+  double forward_seconds = 0.0;
+  double backward_seconds = 0.0;
 
 private:
   Device device_;

@@ -26,6 +26,8 @@ void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, fl
 #if LOCKSTEP_WITH_CUDA
   cuda::sgd_momentum(ctx.cuda()->compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
                      arenas.total(), segments, hyper);
+#else
+  LS_FAIL("sgd_step on ", ctx.device().str(), ": this build has no CUDA backend");
 #endif
 }
 

@@ -1,6 +1,7 @@
 #include "layers/graph.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/error.h"
 #include "engine/ops/loss.h"
@@ -167,7 +168,14 @@ StepMetrics Graph::train_step(Context& ctx, const Tensor& images, const Tensor& 
     if (on_grad_ready) on_grad_ready(0);
     return {};
   }
+  auto seconds_since = [&](std::chrono::steady_clock::time_point t) {
+    if (ctx.options().sync_timing) ctx.synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  auto start = std::chrono::steady_clock::now();
   forward_all(ctx, images, Mode::train);
+  ctx.forward_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
 
   Tensor logits = nodes_.back().output.batch_slice(0, batch);
   Tensor logits_grad = nodes_.back().grad.batch_slice(0, batch);
@@ -198,6 +206,7 @@ StepMetrics Graph::train_step(Context& ctx, const Tensor& images, const Tensor& 
     if (on_grad_ready && node.first_param_offset >= 0) on_grad_ready(node.first_param_offset);
   }
   if (on_grad_ready) on_grad_ready(0);
+  ctx.backward_seconds = seconds_since(start);
   return metrics;
 }
 

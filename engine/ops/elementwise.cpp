@@ -25,6 +25,8 @@ void relu_forward(Context& ctx, const Tensor& x, Tensor& y) {
   if (ctx.device().is_cpu()) return cpu::relu_forward(x.data(), y.data(), x.numel());
 #if LOCKSTEP_WITH_CUDA
   cuda::relu_forward(ctx.cuda()->compute_stream, x.data(), y.data(), x.numel());
+#else
+  LS_FAIL("relu on ", ctx.device().str(), ": this build has no CUDA backend");
 #endif
 }
 
@@ -33,6 +35,8 @@ void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, 
   if (ctx.device().is_cpu()) return cpu::relu_backward(y.data(), dy.data(), dx.data(), y.numel(), accumulate);
 #if LOCKSTEP_WITH_CUDA
   cuda::relu_backward(ctx.cuda()->compute_stream, y.data(), dy.data(), dx.data(), y.numel(), accumulate);
+#else
+  LS_FAIL("relu backward on ", ctx.device().str(), ": this build has no CUDA backend");
 #endif
 }
 

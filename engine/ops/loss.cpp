@@ -43,8 +43,10 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
                                           logits_grad ? logits_grad->data() : nullptr);
   m.loss_sum = sums.loss_sum;
   m.correct = sums.correct;
-#endif
   return m;
+#else
+  LS_FAIL("softmax_cross_entropy on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 }  // namespace lockstep::ops

@@ -1,0 +1,230 @@
+// N replicas on the CPU (local communicator) against one replica on the same
+// global batches: parameters, batch-norm statistics, evaluation, failures.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "engine/batch_split.h"
+#include "engine/error.h"
+#include "engine/local_communicator.h"
+#include "engine/replica_manager.h"
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/graph.h"
+#include "layers/linear.h"
+#include "layers/pool.h"
+#include "layers/relu.h"
+#include "support/layer_harness.h"
+
+using namespace lockstep;
+using namespace lockstep::testing;
+
+namespace {
+
+const Shape sample_shape{3, 5, 5};
+const int64_t classes = 4;
+
+// conv -> relu -> conv + skip -> flatten -> linear: no BN, no dropout.
+std::unique_ptr<Model> plain_model(Device device) {
+  auto g = std::make_unique<Graph>(sample_shape, classes, "test-plain");
+  g->then("conv1", std::make_unique<Conv2d>(3, 3, 1, 1));
+  g->then("relu1", std::make_unique<ReLU>());
+  g->then("conv2", std::make_unique<Conv2d>(3, 3, 1, 1));
+  g->add("skip", std::make_unique<Add>(), {"conv2", "input"});
+  g->then("flat", std::make_unique<Flatten>());
+  g->then("fc", std::make_unique<Linear>(classes));
+  g->finalize(device, 11);
+  return g;
+}
+
+// Two batch-norm layers whose inputs do not pass through another batch norm:
+// bn0 on the input (so a channel can have mean >> std) and bn1 after a conv of
+// the input. (Without synchronised BN in the forward pass, a BN layer behind
+// another one sees inputs normalised per replica, so its statistics differ
+// from one replica's, as in PyTorch DDP without SyncBatchNorm.)
+std::unique_ptr<Model> bn_model(Device device) {
+  auto g = std::make_unique<Graph>(sample_shape, classes, "test-bn");
+  g->add("bn0", std::make_unique<BatchNorm2d>(), {"input"});
+  g->add("conv1", std::make_unique<Conv2d>(3, 3, 1, 1, false), {"input"});
+  g->then("bn1", std::make_unique<BatchNorm2d>());
+  g->add("sum", std::make_unique<Add>(), {"bn0", "bn1"});
+  g->then("relu1", std::make_unique<ReLU>());
+  g->then("pool", std::make_unique<GlobalAvgPool>());
+  g->then("flat", std::make_unique<Flatten>());
+  g->then("fc", std::make_unique<Linear>(classes));
+  g->finalize(device, 12);
+  return g;
+}
+
+HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean = 0.0f) {
+  HostBatch b;
+  b.count = count;
+  std::vector<float> x = random_values(count * sample_shape.numel(), seed);
+  for (int64_t n = 0; n < count; ++n)
+    for (int64_t i = 0; i < 25; ++i) x[n * 75 + i] += channel0_mean;
+  b.images = Tensor::from_vector(Shape{count, 3, 5, 5}, x);
+  std::vector<int32_t> labels(count);
+  for (int64_t i = 0; i < count; ++i) labels[i] = static_cast<int32_t>((seed + i * 7) % classes);
+  b.labels = Tensor::from_labels(labels);
+  return b;
+}
+
+void require_close(const std::vector<float>& got, const std::vector<float>& want, double rtol, double atol,
+                   const char* what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(what << " element " << i << ": " << got[i] << " vs " << want[i]);
+    REQUIRE(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]));
+  }
+}
+
+const SgdConfig sgd{0.9f, 1e-3f, false};
+
+}  // namespace
+
+TEST_CASE("replica_slice gives the remainder to the first replicas", "[replica]") {
+  REQUIRE(replica_slice(10, 4, 0).count == 3);
+  REQUIRE(replica_slice(10, 4, 1).count == 3);
+  REQUIRE(replica_slice(10, 4, 2).count == 2);
+  REQUIRE(replica_slice(10, 4, 3).offset == 8);
+  REQUIRE(replica_slice(3, 4, 3).count == 0);
+  REQUIRE(replica_slice(3, 4, 3).offset == 3);
+}
+
+TEST_CASE("N replicas train to the same parameters as one replica", "[replica]") {
+  int replicas = GENERATE(1, 2, 3, 4);
+  std::vector<int64_t> batch_sizes = {10, 3, 7, 10, 5};  // 10 over 4 is 3,3,2,2; 3 over 4 leaves one empty
+  ReplicaManager one(plain_model, {Device::cpu()});
+  ReplicaManager many(plain_model, std::vector<Device>(replicas, Device::cpu()), {.bucket_bytes = 256});
+  for (size_t s = 0; s < batch_sizes.size(); ++s) {
+    HostBatch batch = make_batch(batch_sizes[s], 100 + s);
+    StepMetrics a = one.train_step(batch, 0.05f, sgd);
+    StepMetrics b = many.train_step(batch, 0.05f, sgd);
+    REQUIRE(b.count == a.count);
+    REQUIRE(b.correct == a.correct);
+    REQUIRE(b.loss_sum == Approx(a.loss_sum).epsilon(1e-5));
+    REQUIRE(many.replicas_identical());
+  }
+  INFO(replicas << " replicas");
+  require_close(many.model(0).arenas().params.to_vector(), one.model(0).arenas().params.to_vector(), 1e-5, 1e-7,
+                "parameter");
+}
+
+TEST_CASE("N replicas keep the same batch-norm running statistics as one replica", "[replica][batchnorm]") {
+  int replicas = GENERATE(2, 3, 4);
+  ReplicaManager one(bn_model, {Device::cpu()});
+  ReplicaManager many(bn_model, std::vector<Device>(replicas, Device::cpu()));
+  INFO(replicas << " replicas");
+  // Learning rate 0 keeps the parameters equal (the gradients of a BN model
+  // differ with the split: each replica normalises by its own batch), so the
+  // running statistics keep following the same batches. Channel 0 has mean
+  // 1000 and standard deviation ~0.6.
+  std::vector<int64_t> batch_sizes = {10, 3, 7, 10, 5, 6};
+  for (size_t s = 0; s < batch_sizes.size(); ++s) {
+    HostBatch batch = make_batch(batch_sizes[s], 300 + s, 1000.0f);
+    one.train_step(batch, 0.0f, sgd);
+    many.train_step(batch, 0.0f, sgd);
+    REQUIRE(many.replicas_identical());
+    require_close(many.model(0).state_arena().to_vector(), one.model(0).state_arena().to_vector(), 1e-5, 1e-6,
+                  "running statistic");
+  }
+  // Training for real, the replicas still hold bit-identical parameters and statistics.
+  for (int s = 0; s < 3; ++s) {
+    many.train_step(make_batch(7, 500 + s, 1000.0f), 0.05f, sgd);
+    REQUIRE(many.replicas_identical());
+  }
+  // The statistics did follow the data: bn0's running mean of channel 0 moved towards 1000.
+  BatchNormState* bn0 = many.model(0).batch_norms()[0];
+  REQUIRE(bn0->running_mean.to_vector()[0] > 400.0f);
+}
+
+TEST_CASE("evaluation on 3 replicas counts every sample once", "[replica]") {
+  ReplicaManager one(bn_model, {Device::cpu()});
+  ReplicaManager three(bn_model, std::vector<Device>(3, Device::cpu()));
+  StepMetrics a, b;
+  for (int64_t size : {8, 8, 8, 5}) {  // 29 samples: not a multiple of the batch
+    HostBatch batch = make_batch(size, 900 + size);
+    a += one.evaluate(batch);
+    b += three.evaluate(batch);
+  }
+  REQUIRE(a.count == 29);
+  REQUIRE(b.count == 29);
+  REQUIRE(b.correct == a.correct);
+  REQUIRE(b.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
+}
+
+namespace {
+// Throws in forward on the replica whose slice starts at sample `offset`.
+class FailingLayer final : public Layer {
+public:
+  explicit FailingLayer(int64_t offset) : offset_(offset) {}
+  std::string type() const override { return "failing"; }
+  Shape output_shape(const std::vector<Shape>& in) const override { return in[0]; }
+  void forward(Context& ctx, const std::vector<Tensor>& in, Tensor& out, Mode) override {
+    if (ctx.sample_offset == offset_) LS_FAIL("injected failure");
+    out.copy_from(in[0]);
+  }
+  void backward(Context&, const std::vector<Tensor>&, const Tensor&, const Tensor& dy, std::vector<Tensor>& dx,
+                const std::vector<GradMode>&) override {
+    if (dx[0].defined()) dx[0].copy_from(dy);
+  }
+
+private:
+  int64_t offset_;
+};
+}  // namespace
+
+TEST_CASE("a replica that throws mid-step fails the step without hanging", "[replica][failure]") {
+  auto factory = [](Device device) -> std::unique_ptr<Model> {
+    auto g = std::make_unique<Graph>(sample_shape, classes, "test-failing");
+    g->then("conv1", std::make_unique<Conv2d>(3, 3, 1, 1));
+    g->then("fail", std::make_unique<FailingLayer>(3));  // replica 1 of 3 over 9 samples
+    g->then("flat", std::make_unique<Flatten>());
+    g->then("fc", std::make_unique<Linear>(classes));
+    g->finalize(device, 5);
+    return g;
+  };
+  auto start = std::chrono::steady_clock::now();
+  {
+    ReplicaManager manager(factory, std::vector<Device>(3, Device::cpu()),
+                           {.collective_timeout = std::chrono::milliseconds(20000)});
+    HostBatch batch = make_batch(9, 1);
+    REQUIRE_THROWS_WITH(manager.train_step(batch, 0.1f, sgd),
+                        Catch::Contains("replica 1 on cpu") && Catch::Contains("injected failure"));
+    REQUIRE_THROWS_WITH(manager.train_step(batch, 0.1f, sgd), Catch::Contains("failed earlier"));
+  }  // destroyed cleanly: every thread joined
+  // Released by the abort, not by the 20 s watchdog.
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
+
+TEST_CASE("the watchdog turns a hung collective into an error", "[replica][failure]") {
+  LocalCommunicator comm(2, std::chrono::milliseconds(200));
+  Context ctx(Device::cpu());
+  std::vector<float> data(4, 1.0f);
+  // Rank 1 never arrives.
+  REQUIRE_THROWS_WITH(comm.all_reduce_sum(0, ctx, data.data(), 4),
+                      Catch::Contains("hung") && Catch::Contains("rank(s) 1"));
+}
+
+TEST_CASE("the local communicator sums in rank order on every rank", "[replica]") {
+  const int ranks = 3;
+  LocalCommunicator comm(ranks);
+  std::vector<std::vector<float>> data(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    data[r] = {float(r + 1), float(10 * (r + 1)), 0.5f, -1.0f, float(r)};
+    threads.emplace_back([&, r] {
+      Context ctx(Device::cpu());
+      comm.all_reduce_sum(r, ctx, data[r].data(), 5);
+      comm.all_reduce_sum(r, ctx, data[r].data(), 2);  // a second, shorter collective
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r) {
+    REQUIRE(data[r] == std::vector<float>{18.0f, 180.0f, 1.5f, -3.0f, 3.0f});
+  }
+}

@@ -45,7 +45,14 @@ template <typename Free> void free_quietly_at_exit(Free free_call, void* ptr, co
 class CudaDeviceAllocator final : public Allocator {
 public:
   explicit CudaDeviceAllocator(int device) : device_(device) {}
-  ~CudaDeviceAllocator() override { release_cached(); }
+  ~CudaDeviceAllocator() override {
+    // At exit the runtime may be gone before this static; the driver reclaims
+    // the memory then, and a destructor must not throw.
+    try {
+      release_cached();
+    } catch (const std::exception&) {
+    }
+  }
 
   Device device() const override { return Device::cuda(device_); }
 

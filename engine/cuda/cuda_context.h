@@ -11,6 +11,12 @@
 // steady-state work never uses the legacy stream. The communication stream
 // has the highest priority, so all-reduce kernels launched during backward are
 // scheduled ahead of the compute work they overlap.
+//
+// CUDA launches a kernel on a stream only while the stream's device is current
+// on the launching thread, and creating the state leaves the thread's current
+// device as it was: a replica's thread makes its device current once
+// (cudaSetDevice(state.device)) before it runs ops, or wraps calls in a
+// DeviceGuard.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>

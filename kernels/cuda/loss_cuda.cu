@@ -142,6 +142,7 @@ cpu::LossSums softmax_cross_entropy(CudaState& state, const float* logits, const
   cpu::LossSums sums;
   if (rows <= 0) return sums;
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
+  DeviceGuard guard(state.device);  // the host waits here anyway: the guard costs nothing that matters
   cudaStream_t stream = state.compute_stream;
   auto* result = static_cast<LossResult*>(state.reduce_scratch);
   auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(state.reduce_scratch) + kPartialsOffset);

@@ -8,7 +8,7 @@
 
 using namespace lockstep;
 
-TEST_CASE("the cuda build reports itself and the device", "[gpu][context]") {
+TEST_CASE("the cuda build reports itself and the device", "[gpu][context][probe]") {
   REQUIRE(cuda_compiled());
   REQUIRE(cuda_device_count() >= 1);
 }

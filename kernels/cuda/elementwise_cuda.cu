@@ -17,15 +17,15 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 unsigned blocks_for(int64_t threads) { return static_cast<unsigned>((threads + kThreads - 1) / kThreads); }
 
-struct ReluForward {
-  __device__ void operator()(int64_t i, const float* x, float* y) const { y[i] = ::lockstep::relu_forward(x[i]); }
-};
-
-template <bool Accumulate> struct ReluBackward {
-  __device__ void operator()(int64_t i, const float* y, const float* dy, float* dx) const {
-    store_grad(dx[i], ::lockstep::relu_backward(y[i], dy[i]), Accumulate);
-  }
-};
+// `dx` is the old gradient, read only when accumulating (a written gradient
+// may be uninitialised memory).
+template <bool Accumulate> __device__ __forceinline__ float backward_one(float y, float dy, float dx) {
+  store_grad(dx, ::lockstep::relu_backward(y, dy), Accumulate);
+  return dx;
+}
+template <bool Accumulate> __device__ __forceinline__ float old_grad(const float* dx, int64_t i) {
+  return Accumulate ? dx[i] : 0.0f;
+}
 
 __global__ void relu_forward_vec(const float* x, float* y, int64_t n) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -36,19 +36,13 @@ __global__ void relu_forward_vec(const float* x, float* y, int64_t n) {
                            ::lockstep::relu_forward(a.z), ::lockstep::relu_forward(a.w));
     reinterpret_cast<float4*>(y)[i] = r;
   } else if (i == n4) {
-    for (int64_t e = n4 * 4; e < n; ++e) ReluForward{}(e, x, y);
+    for (int64_t e = n4 * 4; e < n; ++e) y[e] = ::lockstep::relu_forward(x[e]);
   }
 }
 
 __global__ void relu_forward_scalar(const float* x, float* y, int64_t n) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) ReluForward{}(i, x, y);
-}
-
-template <bool Accumulate>
-__device__ __forceinline__ float backward_one(float y, float dy, float dx) {
-  store_grad(dx, ::lockstep::relu_backward(y, dy), Accumulate);
-  return dx;
+  if (i < n) y[i] = ::lockstep::relu_forward(x[i]);
 }
 
 template <bool Accumulate>
@@ -65,14 +59,14 @@ __global__ void relu_backward_vec(const float* y, const float* dy, float* dx, in
     o.w = backward_one<Accumulate>(a.w, d.w, o.w);
     reinterpret_cast<float4*>(dx)[i] = o;
   } else if (i == n4) {
-    for (int64_t e = n4 * 4; e < n; ++e) ReluBackward<Accumulate>{}(e, y, dy, dx);
+    for (int64_t e = n4 * 4; e < n; ++e) dx[e] = backward_one<Accumulate>(y[e], dy[e], old_grad<Accumulate>(dx, e));
   }
 }
 
 template <bool Accumulate>
 __global__ void relu_backward_scalar(const float* y, const float* dy, float* dx, int64_t n) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) ReluBackward<Accumulate>{}(i, y, dy, dx);
+  if (i < n) dx[i] = backward_one<Accumulate>(y[i], dy[i], old_grad<Accumulate>(dx, i));
 }
 
 template <bool Accumulate>

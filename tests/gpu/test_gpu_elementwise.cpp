@@ -79,3 +79,24 @@ TEST_CASE("gpu relu refuses tensors of another device", "[gpu][relu]") {
   Tensor device = Tensor::zeros(Shape{4}, Device::cuda(0));
   REQUIRE_THROWS_WITH(ops::relu_forward(ctx, host, device), Catch::Contains("relu") && Catch::Contains("cpu"));
 }
+
+TEST_CASE("gpu relu backward in write mode fills a fresh gradient without reading it", "[gpu][relu]") {
+  // Under compute-sanitizer initcheck (scripts/gpu-check) a read of the
+  // uninitialised gradient would be reported.
+  Context ctx(Device::cuda(0));
+  for (int64_t n : {5, 1027}) {
+    std::vector<float> y = random_values(n, 41), dy = random_values(n, 43);
+    for (float& v : y) v = v > 0.0f ? v : 0.0f;
+    std::vector<float> expected(n);
+    cpu::relu_backward(y.data(), dy.data(), expected.data(), n, false);
+    Tensor gy = Tensor::from_vector(Shape{n}, y, Device::cuda(0));
+    Tensor gdy = Tensor::from_vector(Shape{n}, dy, Device::cuda(0));
+    Tensor gdx = Tensor::empty(Shape{n + 1}, Device::cuda(0));
+    Tensor aligned = gdx.view(0, Shape{n}), shifted = gdx.view(1, Shape{n});
+    for (Tensor* dx : {&aligned, &shifted}) {
+      ops::relu_backward(ctx, gy, gdy, *dx, false);
+      ctx.synchronize();
+      require_close(dx->to_vector(), expected);
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// Softmax cross-entropy: a warp per row finds the row's maximum and argmax,
+// its log-sum-exp and (optionally) its gradient with the lanes striding over
+// the classes; each block sums its rows' losses and hits in a fixed order and
+// a one-block kernel sums the blocks' partial results, again in a fixed order.
+// A bad label marks the smallest offending row in the result, which the host
+// checks after the read-back.
+#include "kernels/cuda/loss_cuda.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/cuda_context.h"
+#include "engine/error.h"
+#include "kernels/loss_math.h"
+
+namespace lockstep::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+constexpr int kThreads = kWarpsPerBlock * 32;
+constexpr int kMaxBlocks = 1024;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr unsigned long long kNoBadRow = ~0ull;
+
+struct LossPartial {
+  double loss_sum;
+  unsigned long long correct;
+};
+
+struct LossResult {
+  double loss_sum;
+  unsigned long long correct;
+  unsigned long long bad_row;  // smallest row with a label outside [0, classes), or kNoBadRow
+};
+
+constexpr size_t kPartialsOffset = 256;  // LossResult first, then one LossPartial per block
+static_assert(sizeof(LossResult) <= kPartialsOffset);
+static_assert(kPartialsOffset + kMaxBlocks * sizeof(LossPartial) <= CudaState::reduce_scratch_bytes);
+static_assert(sizeof(LossResult) + sizeof(int32_t) <= CudaState::readback_bytes);
+
+__global__ void __launch_bounds__(kThreads)
+    cross_entropy_rows(const float* logits, const int32_t* labels, int64_t rows, int classes, float scale,
+                       float* grad, LossPartial* partials, LossResult* result) {
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  double loss_sum = 0.0;
+  unsigned long long correct = 0;
+
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
+    const float* z = logits + r * classes;
+    // Maximum and first index of it: each lane scans its classes in order,
+    // then the warp keeps the larger value, or the smaller index on a tie,
+    // which is row_argmax's answer.
+    float best = -INFINITY;
+    int best_index = INT_MAX;
+    for (int k = lane; k < classes; k += 32) {
+      float value = z[k];
+      if (best_index == INT_MAX || value > best) {
+        best = value;
+        best_index = k;
+      }
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      float other = __shfl_xor_sync(kFullMask, best, offset);
+      int other_index = __shfl_xor_sync(kFullMask, best_index, offset);
+      if (other > best || (other == best && other_index < best_index) || best_index == INT_MAX) {
+        if (other_index != INT_MAX) {
+          best = other;
+          best_index = other_index;
+        }
+      }
+    }
+    float sum = 0.0f;
+    for (int k = lane; k < classes; k += 32) sum += expf(z[k] - best);
+    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(kFullMask, sum, offset);
+    const float logsumexp = best + logf(sum);
+
+    const int label = labels[r];
+    const bool valid = label >= 0 && label < classes;
+    if (lane == 0) {
+      if (valid) {
+        loss_sum += static_cast<double>(logsumexp - z[label]);
+        correct += best_index == label ? 1 : 0;
+      } else {
+        atomicMin(&result->bad_row, static_cast<unsigned long long>(r));
+      }
+    }
+    if (grad)
+      for (int k = lane; k < classes; k += 32)
+        grad[r * classes + k] = cross_entropy_grad(z[k], logsumexp, k == label, scale);
+  }
+
+  __shared__ double warp_loss[kWarpsPerBlock];
+  __shared__ unsigned long long warp_correct[kWarpsPerBlock];
+  if (lane == 0) {
+    warp_loss[warp] = loss_sum;
+    warp_correct[warp] = correct;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    LossPartial partial{0.0, 0};
+    for (int w = 0; w < kWarpsPerBlock; ++w) {
+      partial.loss_sum += warp_loss[w];
+      partial.correct += warp_correct[w];
+    }
+    partials[blockIdx.x] = partial;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) sum_partials(const LossPartial* partials, int count, LossResult* result) {
+  __shared__ double loss[kThreads];
+  __shared__ unsigned long long correct[kThreads];
+  double l = 0.0;
+  unsigned long long c = 0;
+  for (int i = threadIdx.x; i < count; i += kThreads) {
+    l += partials[i].loss_sum;
+    c += partials[i].correct;
+  }
+  loss[threadIdx.x] = l;
+  correct[threadIdx.x] = c;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) {
+      loss[threadIdx.x] += loss[threadIdx.x + stride];
+      correct[threadIdx.x] += correct[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    result->loss_sum = loss[0];
+    result->correct = correct[0];
+  }
+}
+
+}  // namespace
+
+cpu::LossSums softmax_cross_entropy(CudaState& state, const float* logits, const int32_t* labels, int64_t rows,
+                                    int classes, float scale, float* grad) {
+  cpu::LossSums sums;
+  if (rows <= 0) return sums;
+  LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
+  DeviceGuard guard(state.device);  // the host waits here anyway: the guard costs nothing that matters
+  cudaStream_t stream = state.compute_stream;
+  auto* result = static_cast<LossResult*>(state.reduce_scratch);
+  auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(state.reduce_scratch) + kPartialsOffset);
+  const int blocks = static_cast<int>(std::min<int64_t>(kMaxBlocks, (rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
+
+  // All bytes 0xff: bad_row = kNoBadRow.
+  LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
+  cross_entropy_rows<<<blocks, kThreads, 0, stream>>>(logits, labels, rows, classes, scale, grad, partials, result);
+  LS_CUDA_CHECK_LAUNCH("cross_entropy_rows");
+  sum_partials<<<1, kThreads, 0, stream>>>(partials, blocks, result);
+  LS_CUDA_CHECK_LAUNCH("sum_partials");
+
+  auto* host = static_cast<LossResult*>(state.readback);
+  LS_CUDA_CHECK(cudaMemcpyAsync(host, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (host->bad_row != kNoBadRow) {
+    int64_t row = static_cast<int64_t>(host->bad_row);
+    auto* label = reinterpret_cast<int32_t*>(host + 1);
+    LS_CUDA_CHECK(cudaMemcpyAsync(label, labels + row, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    LS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    LS_FAIL("softmax_cross_entropy: label ", *label, " of sample ", row, " is outside [0, ", classes, ")");
+  }
+  sums.loss_sum = host->loss_sum;
+  sums.correct = static_cast<int64_t>(host->correct);
+  return sums;
+}
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,161 @@
+// Fused SGD-momentum over the whole arena in one launch.
+//
+// Which elements get weight decay: the segments of an arena alternate between
+// decayed (conv/linear weights) and not (biases, BN parameters), and every
+// segment starts at a multiple of 4 elements, so decay is constant over each
+// float4. The launcher turns the segment list into the sorted float4 indices
+// where decay switches on or off ("toggles"), and passes them by value as a
+// __grid_constant__ kernel parameter (up to 8000 of them fit in the 32 KB
+// parameter space; a model with more switches gets one launch per 8000).
+// A float4 at index i is decayed when an odd number of toggles is <= i. Each
+// block binary-searches its first float4 once, then every thread walks
+// forward over the few toggles inside the block's tile, so the table costs
+// a handful of constant-cache reads per thread and nothing in device memory:
+// the kernel moves only w, g and v (read 12 bytes, write 12 bytes per
+// parameter, the gradient being cleared for the next step).
+#include "kernels/cuda/sgd_cuda.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/error.h"
+
+namespace lockstep::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kVecsPerThread = 4;  // independent float4 loads in flight per thread
+constexpr int64_t kVecsPerBlock = int64_t(kThreads) * kVecsPerThread;
+constexpr int kSmallCapacity = 254;
+constexpr int kLargeCapacity = 8000;
+
+template <int Capacity> struct DecayToggles {
+  int64_t first_vec;  // the launch covers float4s [first_vec, first_vec + vec_count) of the arena
+  int64_t vec_count;
+  int tail;           // trailing scalars after the last whole float4 (last launch only)
+  int count;          // toggles used
+  int initial;        // decay state (0/1) before the first toggle
+  uint32_t at[Capacity];  // toggle positions in float4s from first_vec, ascending
+};
+
+template <int Capacity>
+__device__ __forceinline__ int toggles_not_after(const DecayToggles<Capacity>& t, int64_t vec) {
+  int lo = 0, hi = t.count;
+  while (lo < hi) {
+    int mid = (lo + hi) >> 1;
+    if (static_cast<int64_t>(t.at[mid]) <= vec) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+__device__ __forceinline__ void update4(float4& w, float4& g, float4& v, float decay, const SgdHyper& h) {
+  sgd_momentum_element(w.x, g.x, v.x, h.lr, h.momentum, decay, h.nesterov);
+  sgd_momentum_element(w.y, g.y, v.y, h.lr, h.momentum, decay, h.nesterov);
+  sgd_momentum_element(w.z, g.z, v.z, h.lr, h.momentum, decay, h.nesterov);
+  sgd_momentum_element(w.w, g.w, v.w, h.lr, h.momentum, decay, h.nesterov);
+}
+
+template <int Capacity>
+__global__ void __launch_bounds__(kThreads)
+    sgd_momentum_kernel(float* w, float* g, float* v, const __grid_constant__ DecayToggles<Capacity> toggles,
+                        const SgdHyper hyper) {
+  float4* w4 = reinterpret_cast<float4*>(w) + toggles.first_vec;
+  float4* g4 = reinterpret_cast<float4*>(g) + toggles.first_vec;
+  float4* v4 = reinterpret_cast<float4*>(v) + toggles.first_vec;
+  const int64_t tile = static_cast<int64_t>(blockIdx.x) * kVecsPerBlock;
+
+  float4 wr[kVecsPerThread], gr[kVecsPerThread], vr[kVecsPerThread];
+#pragma unroll
+  for (int k = 0; k < kVecsPerThread; ++k) {
+    int64_t i = tile + k * kThreads + threadIdx.x;
+    if (i < toggles.vec_count) {
+      wr[k] = w4[i];
+      gr[k] = g4[i];
+      vr[k] = v4[i];
+    }
+  }
+  int next = toggles_not_after(toggles, tile);
+#pragma unroll
+  for (int k = 0; k < kVecsPerThread; ++k) {
+    int64_t i = tile + k * kThreads + threadIdx.x;
+    if (i < toggles.vec_count) {
+      while (next < toggles.count && static_cast<int64_t>(toggles.at[next]) <= i) ++next;
+      float decay = ((next + toggles.initial) & 1) ? hyper.weight_decay : 0.0f;
+      update4(wr[k], gr[k], vr[k], decay, hyper);
+      w4[i] = wr[k];
+      v4[i] = vr[k];
+      g4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+
+  if (toggles.tail > 0 && blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) {
+    int64_t vec = toggles.vec_count;  // the partial float4 after the last whole one
+    float decay = ((toggles_not_after(toggles, vec) + toggles.initial) & 1) ? hyper.weight_decay : 0.0f;
+    int64_t base = (toggles.first_vec + vec) * 4;
+    for (int e = 0; e < toggles.tail; ++e)
+      sgd_momentum_element(w[base + e], g[base + e], v[base + e], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+  }
+}
+
+template <int Capacity>
+void launch(cudaStream_t stream, float* w, float* g, float* v, int64_t first_vec, int64_t vec_count, int tail,
+            int initial, const uint32_t* toggles_begin, int count, const SgdHyper& hyper) {
+  DecayToggles<Capacity> toggles{};
+  toggles.first_vec = first_vec;
+  toggles.vec_count = vec_count;
+  toggles.tail = tail;
+  toggles.count = count;
+  toggles.initial = initial;
+  for (int i = 0; i < count; ++i) toggles.at[i] = static_cast<uint32_t>(toggles_begin[i] - first_vec);
+  int64_t blocks = std::max<int64_t>(1, (vec_count + kVecsPerBlock - 1) / kVecsPerBlock);
+  sgd_momentum_kernel<Capacity><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(w, g, v, toggles, hyper);
+  LS_CUDA_CHECK_LAUNCH("sgd_momentum_kernel");
+}
+
+}  // namespace
+
+void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
+                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper) {
+  if (total <= 0) return;
+  for (const float* p : {w, g, v})
+    LS_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0, "sgd_momentum: arena pointer ", static_cast<const void*>(p),
+             " is not 16-byte aligned");
+  const int64_t vecs = total / 4;
+  LS_CHECK(vecs < (int64_t(1) << 32), "sgd_momentum: arena of ", total, " elements is too large for one update");
+
+  // Float4 indices where decay switches, from the segment list.
+  std::vector<uint32_t> toggles;
+  bool decay = false;
+  int64_t previous_end = 0;
+  for (const ArenaSegment& seg : segments) {
+    LS_CHECK(seg.offset % 4 == 0 && seg.offset >= previous_end && seg.count >= 0 && seg.offset + seg.count <= total,
+             "sgd_momentum: segment at ", seg.offset, " of ", seg.count, " elements is misplaced in an arena of ",
+             total, " (segments must be sorted, start at multiples of 4 and lie inside the arena)");
+    previous_end = seg.offset + seg.count;
+    if (seg.count > 0 && seg.decay != decay) {
+      toggles.push_back(static_cast<uint32_t>(seg.offset / 4));
+      decay = seg.decay;
+    }
+  }
+  const int tail = static_cast<int>(total - vecs * 4);
+  const int count = static_cast<int>(toggles.size());
+
+  if (count <= kSmallCapacity) {
+    launch<kSmallCapacity>(stream, w, g, v, 0, vecs, tail, 0, toggles.data(), count, hyper);
+    return;
+  }
+  // One launch per kLargeCapacity toggles: piece p starts at its first toggle
+  // (the first piece at 0) and knows the decay state it starts in.
+  for (int first = 0; first < count; first += kLargeCapacity) {
+    int last = std::min(count, first + kLargeCapacity);
+    int64_t begin = first == 0 ? 0 : toggles[first];
+    int64_t end = last == count ? vecs : toggles[last];
+    int initial = first % 2;  // toggles before this piece: an even count leaves decay off
+    launch<kLargeCapacity>(stream, w, g, v, begin, end - begin, last == count ? tail : 0, initial,
+                           toggles.data() + first, last - first, hyper);
+  }
+}
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,22 @@
+#pragma once
+// The fused SGD-momentum step over a replica's whole arena on one stream.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/arena_segment.h"
+#include "kernels/sgd_math.h"
+
+namespace lockstep::cuda {
+
+// Updates w and v and clears g for elements [0, total) of the three arenas
+// (each 16-byte aligned), applying weight decay to the segments marked decay.
+// Segments must be sorted, start at multiples of 4 elements (ParameterArenas
+// puts them at multiples of 16) and lie inside [0, total); elements between
+// them are padding, which the arena keeps at zero, where the update is a
+// no-op. One kernel launch (several only past 8000 switches of decay).
+void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
+                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper);
+
+}  // namespace lockstep::cuda

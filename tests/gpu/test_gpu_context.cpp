@@ -1,0 +1,137 @@
+#include <catch2/catch.hpp>
+
+#include "engine/context.h"
+#include "engine/cuda/cuda_allocator.h"
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/cuda_context.h"
+#include "engine/device.h"
+
+using namespace lockstep;
+
+TEST_CASE("the cuda build reports itself and the device", "[gpu][context][probe]") {
+  REQUIRE(cuda_compiled());
+  REQUIRE(cuda_device_count() >= 1);
+}
+
+TEST_CASE("a gpu context owns streams and handles bound to its compute stream", "[gpu][context]") {
+  ContextOptions options;
+  options.workspace_limit_bytes = size_t(8) << 20;
+  Context ctx(Device::cuda(0), options);
+  CudaState* state = ctx.cuda();
+  REQUIRE(state != nullptr);
+  REQUIRE(state->device == 0);
+  REQUIRE(state->compute_stream != nullptr);
+  REQUIRE(state->comm_stream != nullptr);
+  REQUIRE(state->compute_stream != state->comm_stream);
+  cudaStream_t stream = nullptr;
+  LS_CUDNN_CHECK(cudnnGetStream(state->cudnn, &stream));
+  REQUIRE(stream == state->compute_stream);
+  LS_CUBLAS_CHECK(cublasGetStream(state->cublas, &stream));
+  REQUIRE(stream == state->compute_stream);
+  cublasMath_t mode;
+  LS_CUBLAS_CHECK(cublasGetMathMode(state->cublas, &mode));
+  REQUIRE(mode == CUBLAS_DEFAULT_MATH);
+  REQUIRE(state->cublas_workspace_bytes() <= options.workspace_limit_bytes);
+  // The communication stream is scheduled first.
+  int compute_priority = 0, comm_priority = 0;
+  LS_CUDA_CHECK(cudaStreamGetPriority(state->compute_stream, &compute_priority));
+  LS_CUDA_CHECK(cudaStreamGetPriority(state->comm_stream, &comm_priority));
+  REQUIRE(comm_priority <= compute_priority);  // lower number, higher priority
+  ctx.synchronize();
+}
+
+TEST_CASE("a gpu context honours allow_tf32", "[gpu][context]") {
+  ContextOptions options;
+  options.allow_tf32 = true;
+  Context ctx(Device::cuda(0), options);
+  cublasMath_t mode;
+  LS_CUBLAS_CHECK(cublasGetMathMode(ctx.cuda()->cublas, &mode));
+  REQUIRE((mode & CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_TF32_TENSOR_OP_MATH);
+}
+
+TEST_CASE("the cudnn workspace grows on demand up to the limit", "[gpu][context]") {
+  ContextOptions options;
+  options.workspace_limit_bytes = size_t(4) << 20;
+  Context ctx(Device::cuda(0), options);
+  CudaState& state = *ctx.cuda();
+  void* small = state.workspace(1000);
+  REQUIRE(small != nullptr);
+  REQUIRE(state.workspace(500) == small);  // no growth needed
+  REQUIRE(state.workspace(size_t(3) << 20) != nullptr);
+  REQUIRE(state.workspace_bytes() == (size_t(3) << 20));
+  REQUIRE_THROWS_WITH(state.workspace(size_t(5) << 20),
+                      Catch::Contains("workspace") && Catch::Contains("limit of 4194304"));
+}
+
+TEST_CASE("a zero workspace limit leaves cublas without a workspace", "[gpu][context]") {
+  ContextOptions options;
+  options.workspace_limit_bytes = 0;
+  Context ctx(Device::cuda(0), options);
+  REQUIRE(ctx.cuda()->cublas_workspace_bytes() == 0);
+}
+
+TEST_CASE("context memory is counted by the device allocator and given back", "[gpu][context]") {
+  auto alloc = cuda_allocator_for(0);
+  size_t before = alloc->current_bytes();
+  {
+    Context ctx(Device::cuda(0));
+    REQUIRE(alloc->current_bytes() > before);
+  }
+  REQUIRE(alloc->current_bytes() == before);
+}
+
+TEST_CASE("a cuda state moves its resources and leaves the source empty", "[gpu][context]") {
+  std::unique_ptr<CudaState> made = make_cuda_state(0, ContextOptions{});
+  cudaStream_t compute = made->compute_stream;
+  CudaState moved(std::move(*made));
+  REQUIRE(moved.compute_stream == compute);
+  REQUIRE(made->compute_stream == nullptr);
+  REQUIRE(made->cudnn == nullptr);
+  REQUIRE(made->device == -1);
+  cuda_synchronize(moved);
+}
+
+TEST_CASE("a context on a missing gpu is refused by name", "[gpu][context]") {
+  REQUIRE_THROWS_WITH(Context(Device::cuda(63)), Catch::Contains("cuda:63"));
+}
+
+TEST_CASE("the device guard restores the current device", "[gpu][context]") {
+  int before = -1;
+  LS_CUDA_CHECK(cudaGetDevice(&before));
+  {
+    DeviceGuard guard(cuda_device_count() - 1);
+    int inside = -1;
+    LS_CUDA_CHECK(cudaGetDevice(&inside));
+    REQUIRE(inside == cuda_device_count() - 1);
+  }
+  int after = -1;
+  LS_CUDA_CHECK(cudaGetDevice(&after));
+  REQUIRE(after == before);
+}
+
+TEST_CASE("failed cuda calls throw an Error naming the call, the status and the place", "[gpu][context]") {
+  auto bad_call = [] { LS_CUDA_CHECK(cudaSetDevice(999)); };
+  REQUIRE_THROWS_WITH(bad_call(), Catch::Contains("cudaSetDevice(999)") && Catch::Contains("cudaErrorInvalidDevice") &&
+                                      Catch::Contains("cuda:") && Catch::Contains("test_gpu_context.cpp:"));
+  Context ctx(Device::cuda(0));
+  cublasHandle_t cublas = ctx.cuda()->cublas;
+  auto bad_cublas = [&] {
+    float one = 1.0f;
+    LS_CUBLAS_CHECK(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, -1, 1, 1, &one, nullptr, 1, nullptr, 1, &one,
+                                nullptr, 1));
+  };
+  REQUIRE_THROWS_WITH(bad_cublas(), Catch::Contains("cublasSgemm") && Catch::Contains("CUBLAS_STATUS_INVALID_VALUE"));
+  auto bad_cudnn = [] {
+    cudnnTensorDescriptor_t desc = nullptr;
+    LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc));
+    try {
+      LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, -1, 1, 1, 1));
+    } catch (...) {
+      LS_CUDNN_LOG(cudnnDestroyTensorDescriptor(desc));
+      throw;
+    }
+  };
+  REQUIRE_THROWS_WITH(bad_cudnn(), Catch::Contains("cudnnSetTensor4dDescriptor") && Catch::Contains("CUDNN_STATUS_"));
+  auto bad_nccl = [] { LS_NCCL_CHECK(ncclCommInitAll(nullptr, -1, nullptr)); };
+  REQUIRE_THROWS_WITH(bad_nccl(), Catch::Contains("ncclCommInitAll"));
+}

@@ -1,0 +1,108 @@
+#include <catch2/catch.hpp>
+
+#include "engine/cuda/cuda_context.h"
+#include "engine/optimizer.h"
+#include "gpu_compare.h"
+#include "kernels/cpu/sgd_cpu.h"
+#include "kernels/cuda/sgd_cuda.h"
+#include "support/layer_harness.h"
+
+using namespace lockstep;
+using lockstep::testing::random_values;
+using lockstep::testing::require_close;
+
+namespace {
+// Fills w, g, v of the parameters with random values (padding stays zero),
+// the same on both arenas.
+void fill_same(ParameterArenas& a, ParameterArenas& b, uint64_t seed) {
+  std::vector<float> w(a.total(), 0.0f), g(a.total(), 0.0f), v(a.total(), 0.0f);
+  for (const ArenaSegment& s : a.segments()) {
+    auto rw = random_values(s.count, seed + 3 * s.offset), rg = random_values(s.count, seed + 3 * s.offset + 1),
+         rv = random_values(s.count, seed + 3 * s.offset + 2);
+    std::copy(rw.begin(), rw.end(), w.begin() + s.offset);
+    std::copy(rg.begin(), rg.end(), g.begin() + s.offset);
+    std::copy(rv.begin(), rv.end(), v.begin() + s.offset);
+  }
+  for (ParameterArenas* arenas : {&a, &b}) {
+    Shape flat{a.total()};
+    arenas->params.view(0, flat).copy_from(Tensor::from_vector(flat, w));
+    arenas->grads.view(0, flat).copy_from(Tensor::from_vector(flat, g));
+    arenas->momentum.view(0, flat).copy_from(Tensor::from_vector(flat, v));
+  }
+}
+
+void require_same_arenas(ParameterArenas& gpu, ParameterArenas& cpu) {
+  require_close(gpu.params.to_vector(), cpu.params.to_vector(), 1e-5, 1e-7);
+  require_close(gpu.momentum.to_vector(), cpu.momentum.to_vector(), 1e-5, 1e-7);
+  for (float g : gpu.grads.to_vector()) REQUIRE(g == 0.0f);
+}
+}  // namespace
+
+TEST_CASE("gpu sgd step equals the cpu reference over odd-shaped segments", "[gpu][sgd]") {
+  std::vector<ParamSpec> specs = {{"conv.w", Shape{5, 3, 3, 3}, Init::zeros, true},
+                                  {"conv.b", Shape{5}, Init::zeros, false},
+                                  {"bn.gamma", Shape{7}, Init::zeros, false},
+                                  {"fc.w", Shape{3, 37}, Init::zeros, true},
+                                  {"fc.b", Shape{1}, Init::zeros, false},
+                                  {"big.w", Shape{1001, 33}, Init::zeros, true}};
+  for (bool nesterov : {false, true}) {
+    INFO("nesterov " << nesterov);
+    Context gpu_ctx(Device::cuda(0)), cpu_ctx(Device::cpu());
+    ParameterArenas gpu(specs, Device::cuda(0), true), cpu(specs, Device::cpu(), true);
+    SgdConfig config{0.9f, 5e-4f, nesterov};
+    for (int step = 0; step < 3; ++step) {
+      fill_same(gpu, cpu, 100 + step);
+      sgd_step(gpu_ctx, gpu, config, 0.05f);
+      sgd_step(cpu_ctx, cpu, config, 0.05f);
+      gpu_ctx.synchronize();
+      require_same_arenas(gpu, cpu);
+    }
+  }
+}
+
+TEST_CASE("gpu sgd handles more decay switches than one launch holds", "[gpu][sgd]") {
+  // 9001 alternating tensors: 9000 decay switches, two launches of the kernel.
+  std::vector<ParamSpec> specs;
+  for (int i = 0; i < 9001; ++i) specs.push_back({"p" + std::to_string(i), Shape{1 + i % 5}, Init::zeros, i % 2 == 0});
+  Context gpu_ctx(Device::cuda(0)), cpu_ctx(Device::cpu());
+  ParameterArenas gpu(specs, Device::cuda(0), true), cpu(specs, Device::cpu(), true);
+  fill_same(gpu, cpu, 7);
+  SgdConfig config{0.8f, 0.1f, false};
+  sgd_step(gpu_ctx, gpu, config, 0.1f);
+  sgd_step(cpu_ctx, cpu, config, 0.1f);
+  gpu_ctx.synchronize();
+  require_same_arenas(gpu, cpu);
+}
+
+TEST_CASE("gpu sgd launcher updates a total that is not a multiple of four", "[gpu][sgd]") {
+  // Segments at 0 (12 elements, decay) and 16 (3 elements, no decay), total 19:
+  // the last three elements are the kernel's scalar tail.
+  for (int64_t total : {19, 3}) {
+    std::vector<ArenaSegment> segments =
+        total == 19 ? std::vector<ArenaSegment>{{0, 12, true}, {16, 3, false}} : std::vector<ArenaSegment>{{0, 3, true}};
+    std::vector<float> w = random_values(total, 1), g = random_values(total, 2), v = random_values(total, 3);
+    for (int64_t i = 12; i < 16 && total == 19; ++i) w[i] = g[i] = v[i] = 0.0f;  // padding
+    std::vector<float> ew = w, eg = g, ev = v;
+    SgdHyper hyper{0.1f, 0.9f, 0.25f, true};
+    cpu::sgd_momentum(ew.data(), eg.data(), ev.data(), segments.data(), static_cast<int>(segments.size()), hyper);
+
+    Context ctx(Device::cuda(0));
+    Tensor tw = Tensor::from_vector(Shape{total}, w, Device::cuda(0));
+    Tensor tg = Tensor::from_vector(Shape{total}, g, Device::cuda(0));
+    Tensor tv = Tensor::from_vector(Shape{total}, v, Device::cuda(0));
+    cuda::sgd_momentum(ctx.cuda()->compute_stream, tw.data(), tg.data(), tv.data(), total, segments, hyper);
+    ctx.synchronize();
+    require_close(tw.to_vector(), ew);
+    require_close(tv.to_vector(), ev);
+    require_close(tg.to_vector(), eg);
+  }
+}
+
+TEST_CASE("gpu sgd refuses a misplaced segment", "[gpu][sgd]") {
+  Context ctx(Device::cuda(0));
+  Tensor t = Tensor::zeros(Shape{32}, Device::cuda(0));
+  std::vector<ArenaSegment> segments = {{0, 8, true}, {10, 4, false}};
+  REQUIRE_THROWS_WITH(cuda::sgd_momentum(ctx.cuda()->compute_stream, t.data(), t.data(), t.data(), 32, segments,
+                                         SgdHyper{}),
+                      Catch::Contains("segment at 10"));
+}

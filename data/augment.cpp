@@ -1,0 +1,106 @@
+#include "data/augment.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "data/random.h"
+#include "engine/error.h"
+
+namespace lockstep::data {
+
+Normalization compute_normalization(const Dataset& dataset, int64_t max_samples, bool skip_bad) {
+  const Shape shape = dataset.sample_shape();
+  const int64_t channels = shape[0], plane = shape[1] * shape[2];
+  const int64_t size = dataset.size();
+  LS_CHECK(size > 0, "compute_normalization: ", dataset.source(), " is empty");
+  const int64_t used = (max_samples > 0 && max_samples < size) ? max_samples : size;
+  // Per channel: count, mean and sum of squared deviations, merged sample by
+  // sample (Chan et al.), so no E[x^2] - mean^2 cancellation.
+  std::vector<double> count(channels, 0.0), mean(channels, 0.0), m2(channels, 0.0);
+  std::vector<float> pixels(static_cast<size_t>(shape.numel()));
+  for (int64_t k = 0; k < used; ++k) {
+    const int64_t index = used == size ? k : k * size / used;
+    if (!skip_bad) {
+      dataset.read(index, pixels.data());
+    } else {
+      try {
+        dataset.read(index, pixels.data());
+      } catch (const Error&) {
+        continue;  // the loader meets this sample again and reports it
+      }
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* p = pixels.data() + c * plane;
+      double sum = 0.0;
+      for (int64_t i = 0; i < plane; ++i) sum += p[i];
+      const double local_mean = sum / static_cast<double>(plane);
+      double local_m2 = 0.0;
+      for (int64_t i = 0; i < plane; ++i) local_m2 += (p[i] - local_mean) * (p[i] - local_mean);
+      const double n = static_cast<double>(plane), total = count[c] + n;
+      const double delta = local_mean - mean[c];
+      mean[c] += delta * n / total;
+      m2[c] += local_m2 + delta * delta * count[c] * n / total;
+      count[c] = total;
+    }
+  }
+  LS_CHECK(count[0] > 0, "compute_normalization: no readable sample in ", dataset.source());
+  Normalization norm;
+  for (int64_t c = 0; c < channels; ++c) {
+    const double sd = std::sqrt(m2[c] / count[c]);
+    norm.mean.push_back(static_cast<float>(mean[c]));
+    norm.std.push_back(sd > 1e-12 ? static_cast<float>(sd) : 1.0f);
+  }
+  return norm;
+}
+
+AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample) {
+  AugmentDraw draw;
+  if (!config.enabled()) return draw;
+  Rng rng(derive_seed(seed, kAugmentStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample)));
+  // Always draw all three, so turning one option off leaves the others' draws unchanged.
+  const uint64_t span = 2 * static_cast<uint64_t>(config.crop_padding) + 1;
+  draw.dy = static_cast<int64_t>(rng.below(span));
+  draw.dx = static_cast<int64_t>(rng.below(span));
+  const bool flip = (rng.next() >> 63) != 0;
+  draw.flip = config.horizontal_flip && flip;
+  return draw;
+}
+
+void apply_augmentation(const float* in, float* out, const Shape& shape, int64_t crop_padding,
+                        const AugmentDraw& draw) {
+  const int64_t channels = shape[0], height = shape[1], width = shape[2];
+  // Output (y, x) shows padded pixel (y + dy, x' + dx), x' = x or its mirror,
+  // which is input pixel (y + dy - p, x' + dx - p) or a zero of the padding.
+  const int64_t shift_y = draw.dy - crop_padding, shift_x = draw.dx - crop_padding;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* src = in + c * height * width;
+    float* dst = out + c * height * width;
+    for (int64_t y = 0; y < height; ++y) {
+      float* row = dst + y * width;
+      const int64_t sy = y + shift_y;
+      if (sy < 0 || sy >= height) {
+        std::memset(row, 0, static_cast<size_t>(width) * sizeof(float));
+        continue;
+      }
+      const float* src_row = src + sy * width;
+      for (int64_t x = 0; x < width; ++x) {
+        const int64_t sx = (draw.flip ? width - 1 - x : x) + shift_x;
+        row[x] = (sx >= 0 && sx < width) ? src_row[sx] : 0.0f;
+      }
+    }
+  }
+}
+
+void normalize(float* chw, const Shape& shape, const Normalization& norm) {
+  const int64_t channels = shape[0], plane = shape[1] * shape[2];
+  LS_CHECK(static_cast<int64_t>(norm.mean.size()) == channels && static_cast<int64_t>(norm.std.size()) == channels,
+           "normalize: ", norm.mean.size(), " means and ", norm.std.size(), " stds for ", channels,
+           " channels of ", shape.str());
+  for (int64_t c = 0; c < channels; ++c) {
+    const float mean = norm.mean[c], inv_std = 1.0f / norm.std[c];
+    float* p = chw + c * plane;
+    for (int64_t i = 0; i < plane; ++i) p[i] = (p[i] - mean) * inv_std;
+  }
+}
+
+}  // namespace lockstep::data

@@ -1,0 +1,52 @@
+#pragma once
+// Host-side augmentation, in torchvision's order: random crop from the image
+// padded with zeros, random horizontal flip, then per-channel normalisation.
+// Crops and flips are drawn from (seed, epoch, sample index), so a sample
+// looks the same whichever loader thread prepares it.
+#include <cstdint>
+#include <vector>
+
+#include "data/dataset.h"
+#include "engine/shape.h"
+
+namespace lockstep::data {
+
+// Per-channel statistics of pixel values in [0, 1].
+struct Normalization {
+  std::vector<float> mean, std;
+};
+
+// Mean and population standard deviation per channel over the data set, or
+// over `max_samples` evenly spaced samples of it when 0 < max_samples < size
+// (enough for statistics, without decoding a whole image folder). A channel
+// that never varies gets std 1. With skip_bad, unreadable samples are
+// passed over (skip_bad_images) instead of throwing.
+Normalization compute_normalization(const Dataset& dataset, int64_t max_samples = 0, bool skip_bad = false);
+
+struct AugmentConfig {
+  // Crop the original size out of the image padded with this many zero
+  // pixels on every side; 0 turns the crop off.
+  int64_t crop_padding = 0;
+  // Mirror left-right with probability 1/2.
+  bool horizontal_flip = false;
+
+  bool enabled() const { return crop_padding > 0 || horizontal_flip; }
+};
+
+// What augmentation does to one sample: the crop's offset into the padded
+// image (each in [0, 2 * crop_padding]) and whether it is mirrored.
+struct AugmentDraw {
+  int64_t dy = 0, dx = 0;
+  bool flip = false;
+};
+AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample);
+
+// Writes the cropped and flipped `in` ([C, H, W] in `shape`) to `out`; the
+// two must not overlap.
+void apply_augmentation(const float* in, float* out, const Shape& shape, int64_t crop_padding,
+                        const AugmentDraw& draw);
+
+// x = (x - mean[c]) / std[c], in place over [C, H, W].
+void normalize(float* chw, const Shape& shape, const Normalization& norm);
+
+}  // namespace lockstep::data

@@ -1,0 +1,74 @@
+#include "data/dataset.h"
+
+#include "engine/error.h"
+
+namespace lockstep::data {
+
+std::vector<int32_t> Dataset::labels() const {
+  std::vector<int32_t> out(static_cast<size_t>(size()));
+  for (int64_t i = 0; i < size(); ++i) out[i] = label(i);
+  return out;
+}
+
+std::vector<int64_t> Dataset::class_counts() const {
+  std::vector<int64_t> counts(static_cast<size_t>(num_classes()), 0);
+  for (int64_t i = 0; i < size(); ++i) ++counts[label(i)];
+  return counts;
+}
+
+InMemoryDataset::InMemoryDataset(Shape sample_shape, std::vector<uint8_t> pixels, std::vector<int32_t> labels,
+                                 std::vector<std::string> class_names, std::string source)
+    : shape_(sample_shape), pixels_(std::move(pixels)), labels_(std::move(labels)),
+      class_names_(std::move(class_names)), source_(std::move(source)) {
+  LS_CHECK(shape_.rank() == 3 && shape_.numel() > 0, source_, ": a sample shape must be [C, H, W], not ",
+           shape_.str());
+  LS_CHECK(!class_names_.empty(), source_, ": a data set needs at least one class");
+  LS_CHECK(pixels_.size() == labels_.size() * static_cast<size_t>(shape_.numel()), source_, ": ", pixels_.size(),
+           " pixel bytes for ", labels_.size(), " samples of ", shape_.str());
+  const int64_t classes = num_classes();
+  for (size_t i = 0; i < labels_.size(); ++i)
+    LS_CHECK(labels_[i] >= 0 && labels_[i] < classes, source_, ": label ", labels_[i], " of sample ", i,
+             " is out of range [0, ", classes, ")");
+}
+
+const uint8_t* InMemoryDataset::sample_bytes(int64_t index) const {
+  return pixels_.data() + static_cast<size_t>(index) * static_cast<size_t>(shape_.numel());
+}
+
+void InMemoryDataset::read(int64_t index, float* out) const {
+  const uint8_t* in = sample_bytes(index);
+  const int64_t n = shape_.numel();
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]) * (1.0f / 255.0f);
+}
+
+Subset::Subset(std::shared_ptr<const Dataset> parent, std::vector<int64_t> indices, std::string name)
+    : parent_(std::move(parent)), indices_(std::move(indices)), name_(std::move(name)) {
+  LS_CHECK(parent_ != nullptr, "Subset of no data set");
+  for (int64_t i : indices_)
+    LS_CHECK(i >= 0 && i < parent_->size(), "Subset ", name_, " of ", parent_->source(), ": index ", i,
+             " is outside [0, ", parent_->size(), ")");
+}
+
+std::string Subset::source() const { return parent_->source() + " (" + name_ + ")"; }
+
+void BadFiles::add(const std::string& message) {
+  ++count;
+  if (first.size() < max_listed) first.push_back(message);
+}
+
+void BadFiles::merge(const BadFiles& other) {
+  count += other.count;
+  for (const std::string& m : other.first)
+    if (first.size() < max_listed) first.push_back(m);
+}
+
+std::string BadFiles::summary() const {
+  if (count == 0) return "";
+  std::string out = "skipped " + std::to_string(count) + " bad image" + (count == 1 ? "" : "s") + ": ";
+  for (size_t i = 0; i < first.size(); ++i) out += (i ? "; " : "") + first[i];
+  if (count > static_cast<int64_t>(first.size()))
+    out += "; and " + std::to_string(count - static_cast<int64_t>(first.size())) + " more";
+  return out;
+}
+
+}  // namespace lockstep::data

@@ -1,0 +1,109 @@
+#include "data/idx.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
+#include "data/file_bytes.h"
+#include "engine/error.h"
+
+namespace lockstep::data {
+namespace {
+
+std::string hex32(uint32_t value) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08X", value);
+  return text;
+}
+
+uint32_t big_endian32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::string& path, int rank) {
+  std::vector<uint8_t> bytes = read_file_bytes(path, "IDX file");
+  LS_CHECK(bytes.size() >= 4, "IDX file ", path, ": truncated (", bytes.size(),
+           " bytes, shorter than the 4-byte magic number)");
+  const uint32_t magic = big_endian32(bytes.data());
+  const uint32_t expected = 0x00000800u | static_cast<uint32_t>(rank);
+  LS_CHECK(magic == expected, "IDX file ", path, ": wrong magic number ", hex32(magic), " (expected ", hex32(expected),
+           ": unsigned bytes in ", rank, " dimension", rank == 1 ? "" : "s", ")");
+  const size_t header = 4 + 4 * static_cast<size_t>(rank);
+  LS_CHECK(bytes.size() >= header, "IDX file ", path, ": truncated header (", bytes.size(), " bytes, the header is ",
+           header, ")");
+  IdxArray array;
+  size_t payload = 1;
+  std::string extents;
+  for (int d = 0; d < rank; ++d) {
+    const uint32_t extent = big_endian32(bytes.data() + 4 + 4 * d);
+    array.dims.push_back(extent);
+    payload *= extent;
+    extents += (d ? " x " : "") + std::to_string(extent);
+  }
+  const size_t present = bytes.size() - header;
+  LS_CHECK(present >= payload, "IDX file ", path, ": truncated (the header says ", extents, " = ", payload,
+           " bytes, only ", present, " follow it)");
+  LS_CHECK(present == payload, "IDX file ", path, ": ", present - payload, " unexpected bytes after the ", extents,
+           " values its header announces");
+  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
+  array.values = std::move(bytes);
+  return array;
+}
+
+std::shared_ptr<InMemoryDataset> read_idx_dataset(const std::string& images_path, const std::string& labels_path,
+                                                  std::vector<std::string> class_names) {
+  IdxArray images = read_idx(images_path, 3);
+  IdxArray labels = read_idx(labels_path, 1);
+  const int64_t count = images.dims[0];
+  LS_CHECK(count == labels.dims[0], "IDX files ", images_path, " and ", labels_path, ": ", count,
+           " images but ", labels.dims[0], " labels");
+  LS_CHECK(count > 0, "IDX file ", images_path, ": holds no images");
+  LS_CHECK(images.dims[1] > 0 && images.dims[2] > 0, "IDX file ", images_path, ": images of ", images.dims[1], "x",
+           images.dims[2], " pixels");
+  const int64_t classes = static_cast<int64_t>(class_names.size());
+  std::vector<int32_t> label_values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const int32_t label = labels.values[i];
+    LS_CHECK(label < classes, "IDX file ", labels_path, ": label ", label, " of sample ", i,
+             " is out of range [0, ", classes, ")");
+    label_values[i] = label;
+  }
+  return std::make_shared<InMemoryDataset>(Shape{1, images.dims[1], images.dims[2]}, std::move(images.values),
+                                           std::move(label_values), std::move(class_names), "IDX " + images_path);
+}
+
+std::optional<IdxFiles> find_idx_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  auto find = [&](const std::string& prefix, const std::string& kind, const std::string& idx) -> std::string {
+    for (const std::string& base : {prefix + "-" + kind + "-" + idx + "-ubyte", prefix + "-" + kind + "." + idx + "-ubyte"})
+      for (const char* suffix : {"", ".gz"}) {
+        const std::string path = (fs::path(dir) / (base + suffix)).string();
+        if (is_file(path)) return path;
+      }
+    return "";
+  };
+  IdxFiles files{find("train", "images", "idx3"), find("train", "labels", "idx1"), find("t10k", "images", "idx3"),
+                 find("t10k", "labels", "idx1")};
+  if (files.train_images.empty()) return std::nullopt;
+  const std::pair<const std::string*, const char*> needed[] = {{&files.train_labels, "train-labels-idx1-ubyte"},
+                                                              {&files.test_images, "t10k-images-idx3-ubyte"},
+                                                              {&files.test_labels, "t10k-labels-idx1-ubyte"}};
+  for (const auto& [path, name] : needed)
+    LS_CHECK(!path->empty(), "IDX folder ", dir, ": has ", files.train_images, " but no ", name, "[.gz]");
+  return files;
+}
+
+std::vector<std::string> idx_class_names(const std::string& dir, int64_t num_classes) {
+  std::string lower = std::filesystem::absolute(dir).string();
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (num_classes == 10 && lower.find("fashion") != std::string::npos)
+    return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+  std::vector<std::string> names;
+  for (int64_t c = 0; c < num_classes; ++c) names.push_back(std::to_string(c));
+  return names;
+}
+
+}  // namespace lockstep::data

@@ -1,0 +1,42 @@
+#pragma once
+// IDX files (MNIST, Fashion-MNIST): a big-endian header (magic 0x0000 08 R,
+// then R 32-bit extents) followed by unsigned bytes; gzip-compressed or raw.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace lockstep::data {
+
+struct IdxArray {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> values;  // the payload, header removed
+};
+
+// Reads an IDX file of unsigned bytes with `rank` dimensions. Throws
+// lockstep::Error naming the file on a wrong magic number, a truncated header
+// or payload, or trailing bytes.
+IdxArray read_idx(const std::string& path, int rank);
+
+// Images [N, H, W] and labels [N] as a grey data set. Throws naming the files
+// when the counts differ or a label is outside [0, class_names.size()).
+std::shared_ptr<InMemoryDataset> read_idx_dataset(const std::string& images_path, const std::string& labels_path,
+                                                  std::vector<std::string> class_names);
+
+// The four files of an IDX folder (train-images-idx3-ubyte[.gz], ... and the
+// t10k-... test files; "train-images.idx3-ubyte" spellings are accepted).
+struct IdxFiles {
+  std::string train_images, train_labels, test_images, test_labels;
+};
+// nullopt when `dir` holds no training images file; throws naming the missing
+// file when it holds some of the four but not all.
+std::optional<IdxFiles> find_idx_files(const std::string& dir);
+
+// Class names for an IDX folder: Fashion-MNIST's ten names when the folder's
+// path mentions "fashion" and there are ten classes, else "0", "1", ...
+std::vector<std::string> idx_class_names(const std::string& dir, int64_t num_classes);
+
+}  // namespace lockstep::data

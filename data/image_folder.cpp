@@ -1,0 +1,204 @@
+#include "data/image_folder.h"
+
+#include <stb/stb_image.h>
+#include <stb/stb_image_resize.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+
+#include "engine/error.h"
+
+namespace lockstep::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_hidden(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return !name.empty() && name[0] == '.';
+}
+
+std::string failure_reason() {
+  const char* reason = stbi_failure_reason();  // thread-local in stb_image
+  return reason ? reason : "unknown reason";
+}
+
+bool is_zero_byte(const std::string& path) {
+  std::error_code ec;
+  return fs::file_size(path, ec) == 0 && !ec;
+}
+
+// The images under one class folder, at any depth (as torchvision walks it),
+// skipping hidden entries; sorted so the order is the same on every file system.
+std::vector<std::string> list_images(const fs::path& class_dir) {
+  std::vector<std::string> images;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(class_dir, fs::directory_options::follow_directory_symlink, ec);
+  LS_CHECK(!ec, "image folder: cannot read class folder ", class_dir.string(), " (", ec.message(), ")");
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    LS_CHECK(!ec, "image folder: cannot read inside ", class_dir.string(), " (", ec.message(), ")");
+    if (is_hidden(it->path())) {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(ec) && is_image_file_name(it->path().filename().string()))
+      images.push_back(it->path().string());
+  }
+  LS_CHECK(!ec, "image folder: cannot read inside ", class_dir.string(), " (", ec.message(), ")");
+  std::sort(images.begin(), images.end());
+  return images;
+}
+
+// Empty when the image's header is readable; otherwise why not, naming the file.
+std::string check_header(const std::string& path) {
+  if (is_zero_byte(path)) return "zero-byte image " + path;
+  int w = 0, h = 0, n = 0;
+  if (!stbi_info(path.c_str(), &w, &h, &n)) return "cannot decode image " + path + " (" + failure_reason() + ")";
+  return "";
+}
+
+}  // namespace
+
+bool is_image_file_name(const std::string& name) {
+  std::string ext = fs::path(name).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".gif";
+}
+
+void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out) {
+  LS_CHECK(channels == 1 || channels == 3, "decode_image ", path, ": channels must be 1 (grey) or 3 (RGB), not ",
+           channels);
+  LS_CHECK(height > 0 && width > 0, "decode_image ", path, ": target size ", height, "x", width);
+  int w = 0, h = 0, n = 0;
+  const int c = static_cast<int>(channels);
+  stbi_uc* pixels = stbi_load(path.c_str(), &w, &h, &n, c);
+  if (pixels == nullptr) {
+    const std::string reason = failure_reason();
+    LS_CHECK(!is_zero_byte(path), "zero-byte image ", path);
+    LS_FAIL("cannot decode image ", path, " (", reason, ")");
+  }
+  std::unique_ptr<stbi_uc, void (*)(void*)> owned(pixels, stbi_image_free);
+  // stb gives interleaved rows (HWC); the resize keeps that layout.
+  const size_t plane = static_cast<size_t>(height * width);
+  std::vector<uint8_t> resized;
+  const uint8_t* hwc = pixels;
+  if (w != width || h != height) {
+    resized.resize(plane * c);
+    // Shrinking averages the covered area (box), enlarging interpolates
+    // (Catmull-Rom, stb's default); stb's triangle filter is avoided: its
+    // version in Debian asserts (aborts) on many ratios, e.g. 197 -> 127.
+    auto filter = [](int from, int64_t to) { return to < from ? STBIR_FILTER_BOX : STBIR_FILTER_CATMULLROM; };
+    const int ok = stbir_resize(pixels, w, h, 0, resized.data(), static_cast<int>(width), static_cast<int>(height), 0,
+                                STBIR_TYPE_UINT8, c, STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP,
+                                filter(w, width), filter(h, height), STBIR_COLORSPACE_LINEAR, nullptr);
+    LS_CHECK(ok, "image ", path, ": resizing ", w, "x", h, " to ", width, "x", height, " failed");
+    hwc = resized.data();
+  }
+  if (c == 1) {
+    std::memcpy(out, hwc, plane);
+    return;
+  }
+  for (size_t p = 0; p < plane; ++p)
+    for (int ch = 0; ch < c; ++ch) out[ch * plane + p] = hwc[p * c + ch];
+}
+
+void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(channels * height * width));
+  decode_image(path, channels, height, width, bytes.data());
+  for (size_t i = 0; i < bytes.size(); ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
+}
+
+ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
+    : root_(root), options_(std::move(options)) {
+  LS_CHECK(options_.channels == 1 || options_.channels == 3, "image folder ", root_,
+           ": channels must be 1 (grey) or 3 (RGB), not ", options_.channels);
+  LS_CHECK(options_.height > 0 && options_.width > 0, "image folder ", root_, ": the target size ", options_.height,
+           "x", options_.width, " must be positive");
+  std::error_code ec;
+  const fs::file_status status = fs::status(root_, ec);
+  LS_CHECK(fs::exists(status), "image folder ", root_, ": no such folder", ec ? " (" + ec.message() + ")" : "");
+  LS_CHECK(fs::is_directory(status), "image folder ", root_, ": not a folder");
+
+  std::vector<std::string> class_dirs;
+  bool loose_images = false;
+  fs::directory_iterator it(root_, ec);
+  LS_CHECK(!ec, "image folder ", root_, ": cannot read (", ec.message(), ")");
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    LS_CHECK(!ec, "image folder ", root_, ": cannot read (", ec.message(), ")");
+    if (is_hidden(it->path())) continue;
+    if (it->is_directory(ec))
+      class_dirs.push_back(it->path().filename().string());
+    else if (is_image_file_name(it->path().filename().string()))
+      loose_images = true;
+  }
+  std::sort(class_dirs.begin(), class_dirs.end());
+  LS_CHECK(!class_dirs.empty(), "image folder ", root_, ": no class sub-folders (expected one sub-folder per class, ",
+           "e.g. ", (fs::path(root_) / "cat" / "001.jpg").string(), ")",
+           loose_images ? "; its images lie directly in it" : "");
+
+  class_names_ = options_.classes.empty() ? class_dirs : options_.classes;
+  for (const std::string& name : class_dirs) {
+    auto pos = std::find(class_names_.begin(), class_names_.end(), name);
+    LS_CHECK(pos != class_names_.end(), "image folder ", root_, ": class folder '", name,
+             "' is not one of the ", class_names_.size(), " training classes");
+    const int32_t label = static_cast<int32_t>(pos - class_names_.begin());
+    const fs::path class_dir = fs::path(root_) / name;
+    const std::vector<std::string> images = list_images(class_dir);
+    LS_CHECK(!images.empty(), "empty class folder ", class_dir.string(),
+             ": it holds no images (.jpg, .jpeg, .png, .bmp, .gif)");
+    for (const std::string& image : images) {
+      const std::string problem = check_header(image);
+      if (!problem.empty()) {
+        LS_CHECK(options_.skip_bad_images, problem);
+        skipped_.add(problem);
+        continue;
+      }
+      files_.push_back(image);
+      labels_.push_back(label);
+    }
+  }
+  LS_CHECK(!files_.empty(), "image folder ", root_, ": no readable image (", skipped_.summary(), ")");
+  if (options_.cache) {
+    cache_.resize(files_.size() * static_cast<size_t>(sample_shape().numel()));
+    cache_state_ = std::make_unique<std::atomic<uint8_t>[]>(files_.size());
+  }
+}
+
+void ImageFolder::read(int64_t index, float* out) const {
+  const int64_t n = sample_shape().numel();
+  auto to_float = [&](const uint8_t* bytes) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
+  };
+  if (!cache_state_) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(n));
+    decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data());
+    to_float(bytes.data());
+    return;
+  }
+  uint8_t* slot = cache_.data() + static_cast<size_t>(index) * static_cast<size_t>(n);
+  std::atomic<uint8_t>& state = cache_state_[index];
+  if (state.load(std::memory_order_acquire) == 2) {
+    to_float(slot);
+    return;
+  }
+  // Whoever claims the slot fills it; a reader that loses the race decodes for itself.
+  uint8_t expected = 0;
+  if (state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    try {
+      decode_image(files_[index], options_.channels, options_.height, options_.width, slot);
+    } catch (...) {
+      state.store(0, std::memory_order_release);
+      throw;
+    }
+    state.store(2, std::memory_order_release);
+    to_float(slot);
+    return;
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(n));
+  decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data());
+  to_float(bytes.data());
+}
+
+}  // namespace lockstep::data

@@ -1,0 +1,301 @@
+#include "data/loader.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "data/random.h"
+#include "engine/allocator.h"
+#include "engine/error.h"
+
+namespace lockstep::data {
+namespace {
+// Samples per work item: small enough that all threads share one batch,
+// large enough that the lock is taken rarely.
+constexpr int64_t kChunk = 32;
+}  // namespace
+
+// One pinned batch buffer. Batch b lives in slot b % slots.size(); a worker
+// may start on batch b only once the trainer has released batch b - slots.size().
+struct Slot {
+  Tensor images, labels;
+  std::vector<uint8_t> valid;  // per position; 0 when skip_bad_images left the sample out
+  int64_t batch = -1;          // which batch of the epoch it holds
+  int64_t count = 0;           // samples of that batch
+  int64_t done = 0;            // samples filled so far
+  bool ready = false;
+};
+
+struct Loader::State {
+  std::mutex mutex;
+  std::condition_variable work_cv;   // workers wait for something to claim
+  std::condition_variable ready_cv;  // the trainer waits for its batch
+  std::condition_variable idle_cv;   // start_epoch and the destructor wait for workers to put down their items
+  std::vector<std::thread> workers;
+  std::vector<Slot> slots;
+  std::vector<int64_t> order;
+  int64_t epoch = -1;
+  bool active = false;               // start_epoch was called
+  std::atomic<bool> stopped{false};  // read without the lock inside a work item
+  bool shutdown = false;
+  int64_t claim_batch = 0, claim_start = 0;  // the next work item
+  int64_t released = 0;                      // batches the trainer is done with
+  int64_t handed = 0;                        // batches handed to the trainer
+  bool holding = false;                      // the trainer holds batch handed - 1
+  int busy = 0;                              // workers inside a work item
+  std::exception_ptr error;
+  BadFiles skipped;
+
+  int64_t batch_count(int64_t batch, int64_t batch_size, int64_t total) const {
+    return std::min(batch_size, total - batch * batch_size);
+  }
+};
+
+Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
+    : dataset_(std::move(dataset)), config_(std::move(config)), state_(std::make_unique<State>()) {
+  LS_CHECK(dataset_ != nullptr, "Loader: no data set");
+  const int64_t n = dataset_->size();
+  const Shape shape = dataset_->sample_shape();
+  LS_CHECK(n > 0, "Loader: ", dataset_->source(), " holds no samples");
+  LS_CHECK(shape.rank() == 3, "Loader: ", dataset_->source(), " has samples of ", shape.str(), ", not [C, H, W]");
+  LS_CHECK(config_.batch_size >= 1, "Loader: batch size ", config_.batch_size, " must be at least 1");
+  LS_CHECK(config_.threads >= 1, "Loader: ", config_.threads, " threads; it needs at least 1");
+  LS_CHECK(config_.prefetch >= 2, "Loader: prefetch ", config_.prefetch, " must be at least 2");
+  LS_CHECK(config_.augment.crop_padding >= 0, "Loader: negative crop padding ", config_.augment.crop_padding);
+  num_batches_ = config_.drop_last ? n / config_.batch_size : (n + config_.batch_size - 1) / config_.batch_size;
+  LS_CHECK(num_batches_ > 0, "Loader: ", dataset_->source(), " has ", n, " samples, not one full batch of ",
+           config_.batch_size, " (drop_last is on)");
+  if (config_.normalize) {
+    normalization_ = config_.normalization
+                         ? *config_.normalization
+                         : compute_normalization(*dataset_, dataset_->in_memory() ? 0 : config_.normalization_samples,
+                                                 config_.skip_bad_images);
+    LS_CHECK(static_cast<int64_t>(normalization_.mean.size()) == shape[0] &&
+                 static_cast<int64_t>(normalization_.std.size()) == shape[0],
+             "Loader: normalisation has ", normalization_.mean.size(), " means and ", normalization_.std.size(),
+             " stds for samples of ", shape.str());
+    for (float s : normalization_.std) LS_CHECK(s > 0.0f, "Loader: normalisation std ", s, " must be positive");
+  }
+
+  const int64_t batch = std::min(config_.batch_size, n);
+  auto allocator = pinned_host_allocator();
+  state_->slots.resize(static_cast<size_t>(config_.prefetch) + 1);
+  for (Slot& slot : state_->slots) {
+    slot.images = Tensor::empty_with(Shape{batch, shape[0], shape[1], shape[2]}, allocator);
+    slot.labels = Tensor::empty_with(Shape{batch}, allocator, DType::i32);
+    slot.valid.assign(static_cast<size_t>(batch), 1);
+  }
+  for (int w = 0; w < config_.threads; ++w) state_->workers.emplace_back([this] { worker_loop(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->shutdown = true;
+    state_->stopped = true;
+  }
+  state_->work_cv.notify_all();
+  state_->ready_cv.notify_all();
+  for (std::thread& t : state_->workers) t.join();
+}
+
+Shape Loader::sample_shape() const { return dataset_->sample_shape(); }
+int64_t Loader::num_classes() const { return dataset_->num_classes(); }
+int64_t Loader::size() const {
+  return config_.drop_last ? num_batches_ * config_.batch_size : dataset_->size();
+}
+int64_t Loader::batches_per_epoch() const { return num_batches_; }
+
+std::vector<int64_t> Loader::epoch_order(int64_t epoch) const {
+  std::vector<int64_t> order(static_cast<size_t>(dataset_->size()));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (config_.shuffle) {
+    Rng rng(derive_seed(config_.seed, kOrderStream, static_cast<uint64_t>(epoch)));
+    shuffle(order, rng);
+  }
+  order.resize(static_cast<size_t>(size()));
+  return order;
+}
+
+BadFiles Loader::skipped() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->skipped;
+}
+
+void Loader::start_epoch(int64_t epoch) {
+  std::vector<int64_t> order = epoch_order(epoch);
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  // Let the workers put down what they hold before their buffers are reused.
+  s.stopped = true;
+  s.idle_cv.wait(lock, [&] { return s.busy == 0; });
+  s.order = std::move(order);
+  s.epoch = epoch;
+  s.claim_batch = s.claim_start = 0;
+  s.released = s.handed = 0;
+  s.holding = false;
+  s.error = nullptr;
+  for (Slot& slot : s.slots) {
+    slot.batch = -1;
+    slot.ready = false;
+  }
+  s.active = true;
+  s.stopped = false;
+  lock.unlock();
+  s.work_cv.notify_all();
+}
+
+void Loader::stop() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopped = true;
+  }
+  state_->work_cv.notify_all();
+  state_->ready_cv.notify_all();
+}
+
+bool Loader::next(HostBatch& batch) {
+  State& s = *state_;
+  const int64_t slots = static_cast<int64_t>(s.slots.size());
+  const int64_t per_sample = sample_shape().numel();
+  std::unique_lock<std::mutex> lock(s.mutex);
+  LS_CHECK(s.active, "Loader::next: call start_epoch first");
+  if (s.holding) {
+    s.holding = false;
+    ++s.released;
+    s.work_cv.notify_all();
+  }
+  for (;;) {
+    if (s.error) {
+      std::exception_ptr error = s.error;
+      s.error = nullptr;
+      s.stopped = true;
+      s.work_cv.notify_all();
+      std::rethrow_exception(error);
+    }
+    if (s.stopped || s.handed == num_batches_) return false;
+    Slot& slot = s.slots[s.handed % slots];
+    const int64_t wanted = s.handed;
+    s.ready_cv.wait(lock, [&] { return s.stopped || s.error || (slot.batch == wanted && slot.ready); });
+    if (s.stopped || s.error) continue;
+    ++s.handed;
+    // Close the gaps left by skipped images, keeping the order of the rest.
+    int64_t count = 0;
+    for (int64_t p = 0; p < slot.count; ++p) {
+      if (!slot.valid[p]) continue;
+      if (count != p) {
+        std::memmove(slot.images.data() + count * per_sample, slot.images.data() + p * per_sample,
+                     static_cast<size_t>(per_sample) * sizeof(float));
+        slot.labels.labels()[count] = slot.labels.labels()[p];
+      }
+      ++count;
+    }
+    if (count == 0) {  // every image of the batch was bad
+      ++s.released;
+      s.work_cv.notify_all();
+      continue;
+    }
+    batch.images = slot.images.batch_slice(0, count);
+    batch.labels = slot.labels.batch_slice(0, count);
+    batch.count = count;
+    s.holding = true;
+    return true;
+  }
+}
+
+void Loader::worker_loop() {
+  State& s = *state_;
+  const Shape shape = sample_shape();
+  const int64_t per_sample = shape.numel();
+  const int64_t slots = static_cast<int64_t>(s.slots.size());
+  const int64_t total = size();
+  std::vector<float> scratch(static_cast<size_t>(per_sample));
+  std::unique_lock<std::mutex> lock(s.mutex);
+  for (;;) {
+    s.work_cv.wait(lock, [&] {
+      return s.shutdown || (s.active && !s.stopped && !s.error && s.claim_batch < num_batches_ &&
+                            s.claim_batch < s.released + slots);
+    });
+    if (s.shutdown) return;
+    // Claim the next chunk of samples; the first chunk of a batch claims its slot.
+    const int64_t b = s.claim_batch, start = s.claim_start;
+    const int64_t count = s.batch_count(b, config_.batch_size, total);
+    Slot& slot = s.slots[b % slots];
+    if (start == 0) {
+      slot.batch = b;
+      slot.count = count;
+      slot.done = 0;
+      slot.ready = false;
+      std::fill(slot.valid.begin(), slot.valid.end(), uint8_t{1});
+    }
+    const int64_t end = std::min(count, start + kChunk);
+    s.claim_start = end;
+    if (end == count) {
+      ++s.claim_batch;
+      s.claim_start = 0;
+    }
+    const int64_t* order = s.order.data() + b * config_.batch_size;
+    const int64_t epoch = s.epoch;
+    ++s.busy;
+    lock.unlock();
+
+    std::exception_ptr error;
+    BadFiles bad;
+    float* images = slot.images.data();
+    int32_t* labels = slot.labels.labels();
+    int64_t p = start;
+    for (; p < end && !s.stopped.load(std::memory_order_relaxed); ++p) {
+      const int64_t index = order[p];
+      float* out = images + p * per_sample;
+      try {
+        if (config_.augment.enabled()) {
+          dataset_->read(index, scratch.data());
+          apply_augmentation(scratch.data(), out, shape, config_.augment.crop_padding,
+                             draw_augmentation(config_.augment, config_.seed, epoch, index));
+        } else {
+          dataset_->read(index, out);
+        }
+        if (config_.normalize) normalize(out, shape, normalization_);
+        labels[p] = dataset_->label(index);
+      } catch (const Error& e) {
+        if (!config_.skip_bad_images) {
+          error = std::current_exception();
+          break;
+        }
+        slot.valid[p] = 0;
+        bad.add(e.what());
+      } catch (...) {
+        error = std::current_exception();
+        break;
+      }
+    }
+
+    lock.lock();
+    --s.busy;
+    s.skipped.merge(bad);
+    if (error && !s.error) s.error = error;
+    // A chunk cut short by stop() or an error never completes its batch.
+    if (!error && p == end) slot.done += end - start;
+    if (slot.done == slot.count) slot.ready = true;
+    if (slot.ready || s.error) s.ready_cv.notify_all();
+    if (s.busy == 0) s.idle_cv.notify_all();
+  }
+}
+
+std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const Dataset> dataset, int64_t batch_size,
+                                         const Normalization& normalization, int threads) {
+  LoaderConfig config;
+  config.batch_size = batch_size;
+  config.shuffle = false;
+  config.drop_last = false;
+  config.threads = threads;
+  config.normalize = !normalization.mean.empty();
+  if (config.normalize) config.normalization = normalization;
+  return std::make_unique<Loader>(std::move(dataset), std::move(config));
+}
+
+}  // namespace lockstep::data

@@ -1,0 +1,82 @@
+#pragma once
+// The prefetching loader: a BatchSource over a Dataset. Worker threads fill
+// pinned host batch buffers ahead of the trainer (`prefetch` batches beyond
+// the one it holds), each batch the next batch_size samples of the epoch's
+// order. The order depends only on (seed, epoch) and each sample's crop and
+// flip only on (seed, epoch, sample), so the batches are the same whatever
+// the number of threads.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/augment.h"
+#include "data/dataset.h"
+#include "engine/batch_source.h"
+
+namespace lockstep::data {
+
+struct LoaderConfig {
+  int64_t batch_size = 128;
+  bool shuffle = true;     // off: samples in index order
+  bool drop_last = false;  // drop the last partial batch of an epoch
+  uint64_t seed = 0;
+  int threads = 2;   // worker threads (at least 1)
+  int prefetch = 2;  // batches prepared beyond the one the trainer holds (at least 2)
+  AugmentConfig augment;
+  bool normalize = true;
+  // Used when set; otherwise computed once from the data set at construction
+  // (over at most normalization_samples samples unless it is held in memory).
+  std::optional<Normalization> normalization;
+  int64_t normalization_samples = 10000;
+  // An image that fails to decode is left out of its batch (which comes out
+  // smaller) and listed in skipped(), instead of ending the epoch with an error.
+  bool skip_bad_images = false;
+};
+
+class Loader final : public BatchSource {
+public:
+  Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config);
+  ~Loader() override;  // stops the epoch and joins the workers
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  Shape sample_shape() const override;
+  int64_t num_classes() const override;
+  int64_t size() const override;  // samples per epoch (fewer with drop_last)
+  int64_t batches_per_epoch() const override;
+  void start_epoch(int64_t epoch) override;
+  // Rethrows, naming the file, the first error a worker met in this epoch.
+  bool next(HostBatch& batch) override;
+  void stop() override;
+
+  const Dataset& dataset() const { return *dataset_; }
+  const std::vector<std::string>& class_names() const { return dataset_->class_names(); }
+  const LoaderConfig& config() const { return config_; }
+  // The statistics batches are normalised with (empty when normalize is off);
+  // hand them to the evaluation loader and the checkpoint.
+  const Normalization& normalization() const { return normalization_; }
+  // The dataset indices of epoch `epoch`, in the order batches hold them.
+  std::vector<int64_t> epoch_order(int64_t epoch) const;
+  // Images left out while loading (skip_bad_images), over all epochs so far.
+  BadFiles skipped() const;
+
+private:
+  struct State;
+  void worker_loop();
+
+  std::shared_ptr<const Dataset> dataset_;
+  LoaderConfig config_;
+  Normalization normalization_;
+  int64_t num_batches_ = 0;
+  std::unique_ptr<State> state_;
+};
+
+// A loader for evaluation: the data set in index order, no augmentation, the
+// last partial batch kept, normalised with the training loader's statistics
+// (none when `normalization` is empty).
+std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const Dataset> dataset, int64_t batch_size,
+                                         const Normalization& normalization, int threads = 2);
+
+}  // namespace lockstep::data

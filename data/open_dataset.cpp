@@ -1,0 +1,144 @@
+#include "data/open_dataset.h"
+
+#include <filesystem>
+
+#include "data/cifar.h"
+#include "data/idx.h"
+#include "data/image_folder.h"
+#include "data/split.h"
+#include "engine/error.h"
+
+namespace lockstep::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kFormats =
+    "expected a folder holding IDX files (train-images-idx3-ubyte[.gz], ...), CIFAR-10 batches "
+    "(data_batch_*.bin, test_batch.bin), or one sub-folder per class";
+
+void check_folder(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  LS_CHECK(fs::exists(status), "data path ", path, ": no such file or folder");
+  LS_CHECK(fs::is_directory(status), "data path ", path, ": is a file; ", kFormats);
+  fs::directory_iterator probe(path, ec);
+  LS_CHECK(!ec, "data path ", path, ": cannot read (", ec.message(), ")");
+}
+
+bool has_sub_folders(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.empty() && name[0] != '.' && entry.is_directory(ec)) return true;
+  }
+  return false;
+}
+
+// Neither IDX nor CIFAR-10: it must hold class sub-folders to be an image folder.
+void check_image_folder(const std::string& path) {
+  LS_CHECK(has_sub_folders(path), "data path ", path, ": no IDX files, no CIFAR-10 batches and no class sub-folders; ",
+           kFormats);
+}
+
+// The train/ and test/ (or val/, validation/) halves of a pre-split image
+// folder, or empty strings when `dir` is not laid out that way.
+std::pair<std::string, std::string> presplit_folders(const std::string& dir) {
+  const fs::path train = fs::path(dir) / "train";
+  if (!has_sub_folders(train)) return {};
+  for (const char* name : {"test", "val", "validation"}) {
+    const fs::path test = fs::path(dir) / name;
+    if (has_sub_folders(test)) return {train.string(), test.string()};
+  }
+  return {};
+}
+
+ImageFolderOptions folder_options(const DataOptions& options, std::vector<std::string> classes = {}) {
+  ImageFolderOptions out;
+  out.channels = options.channels;
+  out.height = options.height;
+  out.width = options.width;
+  out.cache = options.cache_images;
+  out.skip_bad_images = options.skip_bad_images;
+  out.classes = std::move(classes);
+  return out;
+}
+
+}  // namespace
+
+const char* format_name(DataFormat format) {
+  switch (format) {
+    case DataFormat::idx: return "IDX";
+    case DataFormat::cifar10: return "CIFAR-10";
+    case DataFormat::image_folder: return "image folder";
+  }
+  return "?";
+}
+
+DataSets open_dataset(const std::string& path, const DataOptions& options) {
+  check_folder(path);
+  DataSets sets;
+  if (auto idx = find_idx_files(path)) {
+    sets.format = DataFormat::idx;
+    const std::vector<std::string> names = idx_class_names(path, options.num_classes);
+    sets.train = read_idx_dataset(idx->train_images, idx->train_labels, names);
+    sets.test = read_idx_dataset(idx->test_images, idx->test_labels, names);
+    LS_CHECK(sets.train->sample_shape() == sets.test->sample_shape(), "IDX folder ", path, ": training images of ",
+             sets.train->sample_shape().str(), " but test images of ", sets.test->sample_shape().str());
+    return sets;
+  }
+  if (auto cifar = find_cifar10_files(path)) {
+    sets.format = DataFormat::cifar10;
+    const std::vector<std::string> names = cifar10_class_names(cifar->meta, options.num_classes);
+    sets.train = read_cifar10(cifar->train, names);
+    sets.test = read_cifar10({cifar->test}, names);
+    return sets;
+  }
+  check_image_folder(path);
+  sets.format = DataFormat::image_folder;
+  auto [train_dir, test_dir] = presplit_folders(path);
+  if (!train_dir.empty()) {
+    auto train = std::make_shared<ImageFolder>(train_dir, folder_options(options));
+    auto test = std::make_shared<ImageFolder>(test_dir, folder_options(options, train->class_names()));
+    sets.skipped.merge(train->skipped());
+    sets.skipped.merge(test->skipped());
+    sets.train = train;
+    sets.test = test;
+    return sets;
+  }
+  auto folder = std::make_shared<ImageFolder>(path, folder_options(options));
+  sets.skipped = folder->skipped();
+  TrainTest halves = split_dataset(folder, options.test_fraction, options.split_seed);
+  sets.train = halves.train;
+  sets.test = halves.test;
+  return sets;
+}
+
+DataSets open_test_dataset(const std::string& path, const DataOptions& options,
+                           const std::vector<std::string>& train_classes) {
+  check_folder(path);
+  DataSets sets;
+  if (auto idx = find_idx_files(path)) {
+    sets.format = DataFormat::idx;
+    sets.test = read_idx_dataset(idx->test_images, idx->test_labels, idx_class_names(path, options.num_classes));
+    return sets;
+  }
+  if (auto cifar = find_cifar10_files(path)) {
+    sets.format = DataFormat::cifar10;
+    sets.test = read_cifar10({cifar->test}, cifar10_class_names(cifar->meta, options.num_classes));
+    return sets;
+  }
+  check_image_folder(path);
+  sets.format = DataFormat::image_folder;
+  auto [train_dir, test_dir] = presplit_folders(path);
+  auto folder = std::make_shared<ImageFolder>(test_dir.empty() ? path : test_dir,
+                                              folder_options(options, train_classes));
+  sets.skipped = folder->skipped();
+  sets.test = folder;
+  return sets;
+}
+
+std::string default_data_path() { return "/usr/share/datasets/fashion-mnist"; }
+
+}  // namespace lockstep::data

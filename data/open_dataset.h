@@ -1,0 +1,54 @@
+#pragma once
+// Opens a data path by what it holds, so one --data flag serves every format:
+//   IDX files (train-images-idx3-ubyte[.gz] and the other three)  -> IDX
+//   CIFAR-10 batches (data_batch_*.bin, test_batch.bin)           -> CIFAR-10
+//   train/ and test/ (or val/) folders of class sub-folders       -> image folders
+//   any other folder: one sub-folder per class                    -> image folder, split
+// IDX and CIFAR-10 keep their own test files; a lone image folder is split
+// per class with test_fraction and split_seed.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace lockstep::data {
+
+struct DataOptions {
+  // Image folders: decoded as grey (1) or RGB (3) and resized to height x width.
+  int64_t channels = 3;
+  int64_t height = 32;
+  int64_t width = 32;
+  bool cache_images = false;     // keep decoded images in memory
+  bool skip_bad_images = false;  // leave bad images out (reported) instead of stopping
+  double test_fraction = 0.1;    // folders without a test set
+  uint64_t split_seed = 0;
+  int64_t num_classes = 10;      // IDX and CIFAR-10: labels must lie in [0, num_classes)
+};
+
+enum class DataFormat { idx, cifar10, image_folder };
+const char* format_name(DataFormat format);  // "IDX", "CIFAR-10", "image folder"
+
+struct DataSets {
+  DataFormat format = DataFormat::idx;
+  std::shared_ptr<const Dataset> train;  // null from open_test_dataset
+  std::shared_ptr<const Dataset> test;
+  BadFiles skipped;  // images left out while scanning (skip_bad_images)
+};
+
+// Throws lockstep::Error naming the path when it cannot be read or is none of
+// the formats, and naming the file for every error of the readers.
+DataSets open_dataset(const std::string& path, const DataOptions& options = {});
+
+// A test set on its own (--test-data): the test files of an IDX or CIFAR-10
+// folder, the test/ (or val/) part of a train/test folder, or a whole folder
+// of class sub-folders, labelled by `train_classes` when given so that its
+// labels match the training set's.
+DataSets open_test_dataset(const std::string& path, const DataOptions& options = {},
+                           const std::vector<std::string>& train_classes = {});
+
+// Debian's dataset-fashion-mnist: the default data set.
+std::string default_data_path();
+
+}  // namespace lockstep::data

@@ -1,0 +1,226 @@
+// One training step (forward, backward, BN statistics, SGD update) of a model
+// on the CPU, ours beside PyTorch's on the same model, batch and thread count:
+//
+//   bench_cpu_step [--model resnet20] [--batch 64] [--input 3x32x32] [--classes 10]
+//                  [--steps 10] [--warmup 3] [--threads N] [--peer] [--json PATH]
+//
+// Ours runs through a ReplicaManager with one CPU replica on a fixed random
+// batch; the figure is the median step time after the warm-up steps. With
+// --peer, bench/peers/pytorch_train.py runs the same configuration with
+// /usr/bin/python3 (Debian's torch) and the table shows the ratio. Threads:
+// OpenBLAS's pool on our side (our other CPU loops are single-threaded), and
+// torch.set_num_threads on PyTorch's (its intra-op pool, BLAS and oneDNN
+// included); both get --threads, by default the number of hardware threads.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/replica_manager.h"
+#include "layers/models.h"
+
+using namespace lockstep;
+using json = nlohmann::json;
+
+namespace {
+
+struct Options {
+  std::string model = "resnet20";
+  int64_t batch = 64;
+  Shape input{3, 32, 32};
+  int64_t classes = 10;
+  int steps = 10;
+  int warmup = 3;
+  int threads = 0;  // 0: hardware threads
+  bool peer = false;
+  std::string python = "/usr/bin/python3";
+  std::string peer_script = (std::filesystem::path(__FILE__).parent_path() / "peers" / "pytorch_train.py").string();
+  std::string json_path = "bench_cpu_step.json";
+};
+
+void usage() {
+  std::cout << "usage: bench_cpu_step [--model NAME] [--batch B] [--input CxHxW] [--classes K] [--steps N]\n"
+               "                      [--warmup N] [--threads T] [--peer] [--python PATH] [--peer-script PATH]\n"
+               "                      [--json PATH]\n";
+}
+
+Shape parse_shape(const std::string& text) {
+  int64_t c = 0, h = 0, w = 0;
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  in >> c >> x1 >> h >> x2 >> w;
+  LS_CHECK(!in.fail() && x1 == 'x' && x2 == 'x' && c > 0 && h > 0 && w > 0, "--input expects CxHxW, got '", text,
+           "'");
+  return Shape{c, h, w};
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      LS_CHECK(i + 1 < argc, a, " needs a value");
+      return argv[++i];
+    };
+    if (a == "--model") o.model = value();
+    else if (a == "--batch") o.batch = std::stol(value());
+    else if (a == "--input") o.input = parse_shape(value());
+    else if (a == "--classes") o.classes = std::stol(value());
+    else if (a == "--steps") o.steps = std::stoi(value());
+    else if (a == "--warmup") o.warmup = std::stoi(value());
+    else if (a == "--threads") o.threads = std::stoi(value());
+    else if (a == "--peer") o.peer = true;
+    else if (a == "--python") o.python = value();
+    else if (a == "--peer-script") o.peer_script = value();
+    else if (a == "--json") o.json_path = value();
+    else if (a == "-h" || a == "--help") {
+      usage();
+      std::exit(0);
+    } else {
+      LS_FAIL("unknown argument '", a, "' (see --help)");
+    }
+  }
+  LS_CHECK(o.batch > 0 && o.steps > 0 && o.warmup >= 0, "--batch and --steps must be positive, --warmup >= 0");
+  if (o.threads <= 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+json run_ours(const Options& o) {
+  openblas_set_num_threads(o.threads);
+  const std::string spec = model_spec(o.model, o.input, o.classes, {});
+  ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, {Device::cpu()});
+
+  std::mt19937 gen(0);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(o.classes - 1));
+  std::vector<float> images(o.batch * o.input.numel());
+  std::vector<int32_t> labels(o.batch);
+  for (float& v : images) v = normal(gen);
+  for (int32_t& v : labels) v = label(gen);
+  HostBatch batch{Tensor::from_vector(Shape{o.batch, o.input[0], o.input[1], o.input[2]}, images),
+                  Tensor::from_labels(labels), o.batch};
+
+  const SgdConfig sgd{0.9f, 5e-4f, false};
+  for (int i = 0; i < o.warmup; ++i) manager.train_step(batch, 0.05f, sgd);
+  manager.reset_phase_times();
+  std::vector<double> times;
+  StepMetrics last;
+  for (int i = 0; i < o.steps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    last = manager.train_step(batch, 0.05f, sgd);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  const PhaseTimes& p = manager.phase_times();
+  const double med = median(times);
+  int64_t params = 0;
+  for (const ParamEntry& e : manager.model(0).arenas().entries()) params += e.shape.numel();
+  return json{{"framework", "lockstep"},
+              {"model", o.model},
+              {"batch", o.batch},
+              {"device", "cpu"},
+              {"threads", openblas_get_num_threads()},
+              {"blas", openblas_get_config()},
+              {"parameters", params},
+              {"warmup", o.warmup},
+              {"steps", o.steps},
+              {"step_seconds", times},
+              {"step_seconds_median", med},
+              {"images_per_second", double(o.batch) / med},
+              {"phase_seconds_mean",
+               {{"forward", p.forward / p.steps},
+                {"backward", p.backward / p.steps},
+                {"update", p.update / p.steps},
+                {"other", p.data / p.steps + p.communication / p.steps}}},
+              {"last_loss", last.loss_sum / double(last.count)}};
+}
+
+// Runs the PyTorch peer and returns its JSON (the last line it prints).
+json run_peer(const Options& o) {
+  std::ostringstream cmd;
+  cmd << o.python << " " << o.peer_script << " --model " << o.model << " --batch " << o.batch << " --input "
+      << o.input[0] << "x" << o.input[1] << "x" << o.input[2] << " --classes " << o.classes << " --steps " << o.steps
+      << " --warmup " << o.warmup << " --threads " << o.threads << " --device cpu";
+  FILE* pipe = popen(cmd.str().c_str(), "r");
+  LS_CHECK(pipe != nullptr, "cannot start the PyTorch peer: ", cmd.str());
+  std::string output, line;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
+  int status = pclose(pipe);
+  LS_CHECK(status == 0, "the PyTorch peer failed (status ", status, "): ", cmd.str());
+  std::istringstream lines(output);
+  std::string last;
+  while (std::getline(lines, line))
+    if (!line.empty()) last = line;
+  try {
+    return json::parse(last);
+  } catch (const json::exception& e) {
+    LS_FAIL("the PyTorch peer printed no JSON (", e.what(), "): ", output);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options o = parse(argc, argv);
+    std::cerr << "lockstep: " << o.model << ", batch " << o.batch << ", " << o.threads << " thread(s), " << o.warmup
+              << " warm-up + " << o.steps << " timed steps\n";
+    json ours = run_ours(o);
+    json result{{"benchmark", "cpu_step"}, {"lockstep", ours}};
+    json peer;
+    if (o.peer) {
+      std::cerr << "pytorch: same configuration\n";
+      peer = run_peer(o);
+      result["pytorch"] = peer;
+      result["ratio_lockstep_over_pytorch"] =
+          ours["step_seconds_median"].get<double>() / peer["step_seconds_median"].get<double>();
+    }
+
+    std::printf("\n%s, batch %ld of %ldx%ldx%ld, CPU, %d thread(s) each (OpenBLAS threads / torch.set_num_threads)\n\n",
+                o.model.c_str(), long(o.batch), long(o.input[0]), long(o.input[1]), long(o.input[2]), o.threads);
+    std::printf("| engine | step (median) | images/s | time vs PyTorch |\n|---|---:|---:|---:|\n");
+    auto row = [&](const char* name, const json& r) {
+      double t = r["step_seconds_median"].get<double>();
+      std::string ratio = "";
+      if (!peer.is_null()) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.2fx", t / peer["step_seconds_median"].get<double>());
+        ratio = b;
+      }
+      std::printf("| %s | %.1f ms | %.1f | %s |\n", name, t * 1e3, double(o.batch) / t, ratio.c_str());
+    };
+    row("lockstep", ours);
+    if (!peer.is_null()) row(("PyTorch " + peer["torch_version"].get<std::string>()).c_str(), peer);
+    const json& ph = ours["phase_seconds_mean"];
+    std::printf("\nlockstep phases (mean): forward %.1f ms, backward %.1f ms, update %.1f ms\n",
+                ph["forward"].get<double>() * 1e3, ph["backward"].get<double>() * 1e3,
+                ph["update"].get<double>() * 1e3);
+
+    std::ofstream out(o.json_path);
+    LS_CHECK(out.good(), "cannot write ", o.json_path);
+    out << result.dump(2) << "\n";
+    std::printf("wrote %s\n", o.json_path.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_cpu_step: " << e.what() << "\n";
+    return 1;
+  }
+}

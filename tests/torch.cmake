@@ -1,0 +1,43 @@
+# Tests against PyTorch (Debian's python3-torch, CPU). A fixture test runs
+# tests/torch/make_references.py, which writes PyTorch's results into the
+# build tree; the C++ test cases tagged [.torch] (hidden, so the per-case
+# entries of catch_discover_tests leave them out) then run here, one CTest
+# entry per group, with the directory in LOCKSTEP_TORCH_REFERENCES.
+#
+# Debian's torch lives in the system interpreter, which need not be the
+# python3 first on PATH; LOCKSTEP_TORCH_PYTHON picks another.
+set(LOCKSTEP_TORCH_PYTHON /usr/bin/python3 CACHE FILEPATH "Python interpreter that can import torch (tests against PyTorch)")
+
+if(NOT DEFINED LOCKSTEP_TORCH_FOUND OR NOT LOCKSTEP_TORCH_FOUND_FOR STREQUAL LOCKSTEP_TORCH_PYTHON)
+  set(_torch_ok FALSE)
+  if(EXISTS ${LOCKSTEP_TORCH_PYTHON})
+    execute_process(COMMAND ${LOCKSTEP_TORCH_PYTHON} -c "import torch"
+                    RESULT_VARIABLE _torch_rc OUTPUT_QUIET ERROR_QUIET)
+    if(_torch_rc EQUAL 0)
+      set(_torch_ok TRUE)
+    endif()
+  endif()
+  set(LOCKSTEP_TORCH_FOUND ${_torch_ok} CACHE INTERNAL "")
+  set(LOCKSTEP_TORCH_FOUND_FOR ${LOCKSTEP_TORCH_PYTHON} CACHE INTERNAL "")
+endif()
+
+if(NOT LOCKSTEP_TORCH_FOUND)
+  message(STATUS "PyTorch: ${LOCKSTEP_TORCH_PYTHON} cannot import torch; the tests against PyTorch are not registered")
+  return()
+endif()
+message(STATUS "PyTorch: ${LOCKSTEP_TORCH_PYTHON} (tests against PyTorch registered)")
+
+set(_torch_refs ${CMAKE_CURRENT_BINARY_DIR}/torch_references)
+add_test(NAME torch_references
+         COMMAND ${LOCKSTEP_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/torch/make_references.py ${_torch_refs})
+# No __pycache__ written into the source tree.
+set_tests_properties(torch_references PROPERTIES FIXTURES_SETUP torch_refs LABELS cpu TIMEOUT 120
+  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+
+# --warn NoTests: a tag that matches nothing (a renamed test) fails instead of passing.
+foreach(_group ops golden)
+  add_test(NAME torch_${_group} COMMAND lockstep_cpu_tests "[torch][${_group}]" --warn NoTests)
+  set_tests_properties(torch_${_group} PROPERTIES
+    FIXTURES_REQUIRED torch_refs LABELS cpu TIMEOUT 300
+    ENVIRONMENT "LOCKSTEP_TORCH_REFERENCES=${_torch_refs}")
+endforeach()

@@ -133,7 +133,7 @@ Result time_loader(const std::string& workload, std::shared_ptr<const Dataset> d
   Loader loader(std::move(data), config);
   HostBatch batch;
   int64_t epoch = 0;
-  loader.start_epoch(epoch++);
+  loader.start_epoch(epoch++, 0);
   while (loader.next(batch)) {
   }
   Result best{workload, config.threads, 0, 0.0};
@@ -141,7 +141,7 @@ Result time_loader(const std::string& workload, std::shared_ptr<const Dataset> d
     int64_t images = 0;
     const auto begin = std::chrono::steady_clock::now();
     for (int e = 0; e < epochs; ++e) {
-      loader.start_epoch(epoch++);
+      loader.start_epoch(epoch++, 0);
       while (loader.next(batch)) images += batch.count;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

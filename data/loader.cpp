@@ -126,7 +126,9 @@ BadFiles Loader::skipped() const {
   return state_->skipped;
 }
 
-void Loader::start_epoch(int64_t epoch) {
+void Loader::start_epoch(int64_t epoch, int64_t first_batch) {
+  LS_CHECK(first_batch >= 0 && first_batch <= num_batches_, "Loader::start_epoch: batch ", first_batch,
+           " of an epoch of ", num_batches_, " batches");
   std::vector<int64_t> order = epoch_order(epoch);
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
@@ -135,8 +137,10 @@ void Loader::start_epoch(int64_t epoch) {
   s.idle_cv.wait(lock, [&] { return s.busy == 0; });
   s.order = std::move(order);
   s.epoch = epoch;
-  s.claim_batch = s.claim_start = 0;
-  s.released = s.handed = 0;
+  // Resuming mid-epoch starts at first_batch: the order is that of the whole epoch.
+  s.claim_batch = first_batch;
+  s.claim_start = 0;
+  s.released = s.handed = first_batch;
   s.holding = false;
   s.error = nullptr;
   for (Slot& slot : s.slots) {

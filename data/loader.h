@@ -46,7 +46,7 @@ public:
   int64_t num_classes() const override;
   int64_t size() const override;  // samples per epoch (fewer with drop_last)
   int64_t batches_per_epoch() const override;
-  void start_epoch(int64_t epoch) override;
+  void start_epoch(int64_t epoch, int64_t first_batch) override;
   // Rethrows, naming the file, the first error a worker met in this epoch.
   bool next(HostBatch& batch) override;
   void stop() override;

@@ -20,6 +20,8 @@ Device parse_device(const std::string& text) {
 #if !LOCKSTEP_WITH_CUDA
 bool cuda_compiled() { return false; }
 int cuda_device_count() { return 0; }
+std::vector<GpuInfo> cuda_devices() { return {}; }
+std::string backend_versions() { return "this build has no CUDA backend (configured without a CUDA compiler)"; }
 #endif
 
 }  // namespace lockstep

@@ -1,6 +1,8 @@
 #pragma once
 // A device a tensor lives on: the CPU or one CUDA GPU by index.
+#include <cstddef>
 #include <string>
+#include <vector>
 
 namespace lockstep {
 
@@ -25,5 +27,17 @@ Device parse_device(const std::string& text);
 bool cuda_compiled();
 // Number of CUDA devices visible at run time (0 without the backend or a driver).
 int cuda_device_count();
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  size_t memory_bytes = 0;
+  int major = 0, minor = 0;  // compute capability
+};
+// The visible GPUs (empty without the backend or a driver).
+std::vector<GpuInfo> cuda_devices();
+// Versions of the CUDA runtime and driver, cuDNN and NCCL, one per line, or
+// why there are none.
+std::string backend_versions();
 
 }  // namespace lockstep

@@ -25,12 +25,10 @@ template <typename... Parts> std::string concat(const Parts&... parts) {
 }  // namespace lockstep
 
 // LS_CHECK(cond, parts...): throws lockstep::Error with the parts streamed
-// together, followed by the failed condition and file:line.
-#define LS_CHECK(cond, ...)                                                              \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      ::lockstep::throw_error(::lockstep::detail::concat(__VA_ARGS__, " [check: " #cond "]"), \
-                              __FILE__, __LINE__);                                       \
+// together (a message a user can act on), followed by file:line.
+#define LS_CHECK(cond, ...)                                                                              \
+  do {                                                                                                   \
+    if (!(cond)) ::lockstep::throw_error(::lockstep::detail::concat(__VA_ARGS__), __FILE__, __LINE__); \
   } while (0)
 
 #define LS_FAIL(...) ::lockstep::throw_error(::lockstep::detail::concat(__VA_ARGS__), __FILE__, __LINE__)

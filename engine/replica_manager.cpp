@@ -141,7 +141,6 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
         }
       };
     r.metrics = r.model->train_step(*r.ctx, images, labels, 1.0f / static_cast<float>(global), on_ready);
-    auto t2 = Clock::now();
     float weight = static_cast<float>(slice.count) / static_cast<float>(global);
     synchronize_batch_norm(*r.model, *r.ctx, comm_.get(), r.rank, weight);
     if (n > 1) comm_->wait(r.rank, *r.ctx);

@@ -121,8 +121,10 @@ bool Trainer::run() {
   return true;
 }
 
-Evaluation Trainer::evaluate(BatchSource& data) {
-  const int64_t classes = replicas_.model(0).num_classes();
+Evaluation Trainer::evaluate(BatchSource& data) { return evaluate_model(replicas_, data); }
+
+Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data) {
+  const int64_t classes = replicas.model(0).num_classes();
   Evaluation e;
   e.class_total.assign(classes, 0);
   e.class_correct.assign(classes, 0);
@@ -131,7 +133,7 @@ Evaluation Trainer::evaluate(BatchSource& data) {
   data.start_epoch(0, 0);
   HostBatch batch;
   while (data.next(batch)) {
-    std::vector<float> logits = replicas_.logits(batch);
+    std::vector<float> logits = replicas.logits(batch);
     std::vector<int32_t> labels = batch.labels.batch_slice(0, batch.count).to_label_vector();
     for (int64_t i = 0; i < batch.count; ++i)
       LS_CHECK(labels[i] >= 0 && labels[i] < classes, "label ", labels[i], " outside [0, ", classes, ")");

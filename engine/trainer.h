@@ -53,6 +53,10 @@ struct EpochSummary {
   PhaseTimes phases;
 };
 
+// Loss, accuracy and per-class accuracy of the replicas' model (inference
+// mode) over one pass of `data`.
+Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data);
+
 class Trainer {
 public:
   Trainer(ReplicaManager& replicas, BatchSource& train, BatchSource* test, TrainerConfig config);

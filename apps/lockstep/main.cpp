@@ -1,28 +1,113 @@
-// lockstep command-line program. For now it prints its help and runs an
-// example: a small model trained on a synthetic data set on the CPU.
+// The lockstep command-line program: a thin layer over the library. Errors
+// end in one line on stderr and a non-zero exit code (2 for bad arguments,
+// 1 for everything else).
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <string>
 
-#include "engine/device.h"
+#include "commands.h"
+#include "engine/error.h"
+
+using namespace lockstep::app;
 
 int main(int argc, char** argv) {
-  std::string command = argc > 1 ? argv[1] : "--help";
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::printf(
-        "lockstep: data-parallel training of image classifiers on every GPU of one machine\n\n"
-        "usage: lockstep <command> [options]\n\n"
-        "commands:\n"
-        "  train     train a model (not yet available in this build)\n"
-        "  info      devices and library versions\n");
-    return 0;
+  CLI::App app{"lockstep: data-parallel training of image classifiers on every GPU of one machine"};
+  app.require_subcommand(0, 1);
+
+  TrainSettings train;
+  std::vector<std::pair<std::string, CLI::Option*>> train_flags;
+  CLI::App* train_cmd = app.add_subcommand("train", "train a model (no argument: the default model on Fashion-MNIST)");
+  auto flag = [&](CLI::Option* o, const std::string& name) {
+    train_flags.emplace_back(name, o);
+    return o;
+  };
+  flag(train_cmd->add_option("--data", train.data, "data set: IDX or CIFAR-10 folder, or image folder"), "--data");
+  flag(train_cmd->add_option("--test-data", train.test_data, "separate test set"), "--test-data");
+  flag(train_cmd->add_option("--model", train.model, "mlp, simple-cnn, resnet18, resnet20 or vgg11-bn"), "--model");
+  flag(train_cmd->add_option("--epochs", train.epochs, "epochs to train")->check(CLI::PositiveNumber), "--epochs");
+  flag(train_cmd->add_option("--batch", train.batch, "global mini-batch size")->check(CLI::PositiveNumber), "--batch");
+  flag(train_cmd->add_option("--batch-per-device", train.batch_per_device, "mini-batch per replica (instead of --batch)")
+           ->check(CLI::PositiveNumber),
+       "--batch-per-device");
+  flag(train_cmd->add_option("--lr", train.lr, "base learning rate")->check(CLI::PositiveNumber), "--lr");
+  flag(train_cmd->add_flag("--scale-lr", train.scale_lr, "multiply the lr by the replica count (with --batch-per-device)"),
+       "--scale-lr");
+  flag(train_cmd->add_option("--momentum", train.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999)), "--momentum");
+  flag(train_cmd->add_flag("--nesterov", train.nesterov, "Nesterov momentum"), "--nesterov");
+  flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
+       "--weight-decay");
+  flag(train_cmd->add_option("--schedule", train.schedule, "constant, step or cosine")
+           ->check(CLI::IsMember({"constant", "step", "cosine"})),
+       "--schedule");
+  flag(train_cmd->add_option("--warmup-epochs", train.warmup_epochs, "linear warmup")->check(CLI::NonNegativeNumber),
+       "--warmup-epochs");
+  flag(train_cmd->add_option("--devices", train.devices, "all, cpu, or GPU ordinals like 0,1"), "--devices");
+  flag(train_cmd->add_option("--replicas", train.replicas, "replicas on the one device given")->check(CLI::PositiveNumber),
+       "--replicas");
+  flag(train_cmd->add_option("--seed", train.seed, "seed of initialisation, order and augmentation"), "--seed");
+  flag(train_cmd->add_option("--checkpoint", train.checkpoint, "checkpoint written every epoch and on Ctrl-C"),
+       "--checkpoint");
+  flag(train_cmd->add_option("--resume", train.resume, "continue from this checkpoint"), "--resume");
+  flag(train_cmd->add_option("--metrics", train.metrics, "write JSON lines of steps and epochs here"), "--metrics");
+  flag(train_cmd->add_option("--augment", train.augment, "none or crop-flip")->check(CLI::IsMember({"none", "crop-flip"})),
+       "--augment");
+  flag(train_cmd->add_option("--input", train.input, "image folders: resize to CxHxW"), "--input");
+  flag(train_cmd->add_option("--threads", train.threads, "loader threads")->check(CLI::PositiveNumber), "--threads");
+  flag(train_cmd->add_option("--limit", train.limit, "train on this many samples only")->check(CLI::NonNegativeNumber),
+       "--limit");
+  flag(train_cmd->add_option("--test-limit", train.test_limit, "test on this many samples only")
+           ->check(CLI::NonNegativeNumber),
+       "--test-limit");
+  bool no_dropout = false;
+  flag(train_cmd->add_flag("--no-dropout", no_dropout, "build the model without dropout"), "--no-dropout");
+  flag(train_cmd->add_flag("--skip-bad-images", train.skip_bad_images, "skip undecodable images, report them"),
+       "--skip-bad-images");
+  flag(train_cmd->add_flag("--drop-last", train.drop_last, "drop the last partial batch of each epoch"), "--drop-last");
+
+  EvalSettings eval;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "loss, accuracy and per-class accuracy of a checkpoint");
+  eval_cmd->add_option("--checkpoint", eval.checkpoint, "checkpoint to evaluate")->required();
+  eval_cmd->add_option("--data", eval.data, "data set (default: the one it was trained on)");
+  eval_cmd->add_option("--devices", eval.devices, "all, cpu, or GPU ordinals");
+  eval_cmd->add_option("--batch", eval.batch, "batch size")->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--threads", eval.threads, "loader threads")->check(CLI::PositiveNumber);
+
+  PredictSettings predict;
+  CLI::App* predict_cmd = app.add_subcommand("predict", "top-5 classes of image files");
+  predict_cmd->add_option("--checkpoint", predict.checkpoint, "checkpoint to predict with")->required();
+  predict_cmd->add_option("--top", predict.top, "classes to show")->check(CLI::PositiveNumber);
+  predict_cmd->add_option("images", predict.images, "image files")->required();
+
+  app.add_subcommand("info", "devices and CUDA, driver, cuDNN and NCCL versions");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "lockstep: error: %s (see lockstep %s--help)\n", e.what(),
+                 app.get_subcommands().empty() ? "" : (app.get_subcommands()[0]->get_name() + " ").c_str());
+    return 2;
   }
-  if (command == "info") {
-    std::printf("CUDA backend: %s, GPUs visible: %d\n", lockstep::cuda_compiled() ? "built" : "not built",
-                lockstep::cuda_device_count());
+
+  try {
+    if (train_cmd->parsed()) {
+      std::vector<std::string> given;
+      for (auto& [name, option] : train_flags)
+        if (option->count() > 0) given.push_back(name);
+      train.dropout = !no_dropout;
+      return run_train(train, given);
+    }
+    if (eval_cmd->parsed()) return run_eval(eval);
+    if (predict_cmd->parsed()) return run_predict(predict);
+    if (app.got_subcommand("info")) return run_info();
+    std::printf("%s", app.help().c_str());
     return 0;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "lockstep: error: %s\n", e.what());
+    return 1;
   }
-  std::fprintf(stderr, "lockstep: unknown command '%s' (see lockstep --help)\n", command.c_str());
-  return 2;
 }

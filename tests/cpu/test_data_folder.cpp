@@ -161,14 +161,14 @@ TEST_CASE("image folder: an image cut short fails when loaded, naming it, or is 
   config.shuffle = false;
   config.normalize = false;
   Loader strict(folder, config);
-  strict.start_epoch(0);
+  strict.start_epoch(0, 0);
   HostBatch batch;
   REQUIRE_THROWS_WITH(strict.next(batch), Catch::Contains("cannot decode image " + cut));
   REQUIRE_FALSE(strict.next(batch));  // the epoch ended with the error
 
   config.skip_bad_images = true;
   Loader lenient(folder, config);
-  lenient.start_epoch(0);
+  lenient.start_epoch(0, 0);
   REQUIRE(lenient.next(batch));
   REQUIRE(batch.count == 3);
   REQUIRE(batch.images.shape() == Shape{3, 3, 16, 16});

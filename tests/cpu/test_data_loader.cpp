@@ -74,7 +74,7 @@ struct Epoch {
 };
 Epoch run_epoch(Loader& loader, int64_t epoch) {
   Epoch e;
-  loader.start_epoch(epoch);
+  loader.start_epoch(epoch, 0);
   HostBatch b;
   while (loader.next(b)) {
     REQUIRE(b.images.shape() == Shape{b.count, 2, 3, 3});
@@ -152,7 +152,7 @@ TEST_CASE("loader: the evaluation loader reads in order with the training statis
   Loader train(data, c);
   auto eval = make_eval_loader(data, 32, train.normalization(), 2);
   REQUIRE(eval->batches_per_epoch() == 3);
-  eval->start_epoch(0);
+  eval->start_epoch(0, 0);
   HostBatch b;
   std::vector<float> expected(18);
   int64_t seen = 0;
@@ -175,7 +175,7 @@ TEST_CASE("loader: a bounded queue, the held batch plus two prepared ahead", "[d
     std::this_thread::sleep_for(30ms);
     return slow->reads.load();
   };
-  loader.start_epoch(0);
+  loader.start_epoch(0, 0);
   REQUIRE(settle(30) == 30);  // three buffers filled, then the workers wait
   HostBatch b;
   REQUIRE(loader.next(b));    // the trainer holds batch 0
@@ -187,7 +187,7 @@ TEST_CASE("loader: a bounded queue, the held batch plus two prepared ahead", "[d
 TEST_CASE("loader: stop() from another thread ends the epoch; the loader restarts and is destroyed", "[data][loader]") {
   auto slow = std::make_shared<SlowDataset>(indexed_dataset(3000), 200us);
   auto loader = std::make_unique<Loader>(slow, plain_config(16, 3));
-  loader->start_epoch(0);
+  loader->start_epoch(0, 0);
   std::atomic<int> batches{0};
   std::thread stopper([&] {
     while (batches < 3) std::this_thread::sleep_for(1ms);
@@ -205,14 +205,14 @@ TEST_CASE("loader: stop() from another thread ends the epoch; the loader restart
   // A new epoch after a stop is whole again (at full speed).
   auto fast = std::make_shared<SlowDataset>(indexed_dataset(300), 0us);
   Loader again(fast, plain_config(16, 3));
-  again.start_epoch(0);
+  again.start_epoch(0, 0);
   REQUIRE(again.next(b));
   again.stop();
   Epoch e = run_epoch(again, 1);
   REQUIRE(e.indices.size() == 300);
 
   // Destroyed mid-epoch, with its workers blocked on a full queue and inside reads.
-  loader->start_epoch(1);
+  loader->start_epoch(1, 0);
   REQUIRE(loader->next(b));
   std::this_thread::sleep_for(10ms);
   loader.reset();

@@ -1,0 +1,29 @@
+#pragma once
+// The `lockstep` subcommands. Each returns the process exit code; errors
+// reach main() as exceptions.
+#include <string>
+#include <vector>
+
+#include "settings.h"
+
+namespace lockstep::app {
+
+int run_train(TrainSettings settings, const std::vector<std::string>& given);
+
+struct EvalSettings {
+  std::string checkpoint, data, devices = "all";
+  int64_t batch = 256;
+  int threads = 2;
+};
+int run_eval(const EvalSettings& settings);
+
+struct PredictSettings {
+  std::string checkpoint;
+  std::vector<std::string> images;
+  int64_t top = 5;
+};
+int run_predict(const PredictSettings& settings);
+
+int run_info();
+
+}  // namespace lockstep::app

@@ -1,0 +1,48 @@
+// lockstep eval: a checkpoint's loss, accuracy and per-class table on a data set.
+#include <cstdio>
+
+#include "commands.h"
+#include "data/loader.h"
+#include "engine/checkpoint.h"
+#include "engine/error.h"
+#include "engine/trainer.h"
+#include "layers/models.h"
+#include "progress.h"
+#include "setup.h"
+
+namespace lockstep::app {
+
+int run_eval(const EvalSettings& s) {
+  LoadedCheckpoint ck = read_checkpoint(s.checkpoint);
+  const auto& extra = ck.info.extra;
+  std::string data_path = !s.data.empty() ? s.data : extra.count("data") ? extra.at("data") : data::default_data_path();
+  LS_CHECK(s.batch >= 1, "--batch must be at least 1, got ", s.batch);
+
+  data::DataOptions options;
+  parse_input_shape(extra.count("input") ? extra.at("input") : "3x32x32", options.channels, options.height,
+                    options.width);
+  data::DataSets sets = data::open_test_dataset(data_path, options, ck.info.class_names);
+  LS_CHECK(sets.test != nullptr, "no test set found at ", data_path);
+  data::Normalization norm;
+  if (extra.count("normalization")) norm = normalization_from_json(extra.at("normalization"));
+  auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads);
+
+  std::vector<Device> devices = resolve_devices(s.devices, 1, true);
+  std::string spec = ck.info.model_spec;
+  ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, 0); };
+  ReplicaManager replicas(factory, devices);
+  LS_CHECK(loader->num_classes() == replicas.model(0).num_classes(), "the data at ", data_path, " has ",
+           loader->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());
+  LS_CHECK(loader->sample_shape() == replicas.model(0).input_shape(), "the data at ", data_path, " has samples of ",
+           loader->sample_shape().str(), ", the checkpoint's model takes ", replicas.model(0).input_shape().str());
+  load_into(replicas.model(0), ck, s.checkpoint);
+  replicas.broadcast_from_first();
+
+  Evaluation e = evaluate_model(replicas, *loader);
+  std::printf("%s on %s: loss %.4f accuracy %.2f%% (%lld samples)\n", spec.c_str(), data_path.c_str(), e.loss,
+              100.0 * e.accuracy, static_cast<long long>(e.count));
+  ProgressReporter(1, s.threads, "", false).per_class_table(e, ck.info.class_names);
+  return 0;
+}
+
+}  // namespace lockstep::app

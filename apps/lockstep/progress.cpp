@@ -1,0 +1,121 @@
+#include "progress.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+
+namespace lockstep::app {
+
+std::string format_duration(double seconds) {
+  long total = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (total >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", total / 60, total % 60);
+  return buf;
+}
+
+ProgressReporter::ProgressReporter(int64_t epochs, int loader_threads, const std::string& metrics_path,
+                                   bool append_metrics)
+    : epochs_(epochs), loader_threads_(loader_threads), terminal_(isatty(STDERR_FILENO) != 0) {
+  if (!metrics_path.empty()) {
+    metrics_.open(metrics_path, append_metrics ? std::ios::app : std::ios::trunc);
+    LS_CHECK(metrics_.good(), "cannot write the metrics file ", metrics_path);
+  }
+}
+
+ProgressReporter::~ProgressReporter() { break_line(); }
+
+void ProgressReporter::break_line() {
+  if (bar_open_) std::fputc('\n', stderr);
+  bar_open_ = false;
+}
+
+void ProgressReporter::write_json(const std::string& line) {
+  if (!metrics_.is_open()) return;
+  metrics_ << line << '\n';
+  metrics_.flush();
+}
+
+void ProgressReporter::step_loss(int64_t step, double loss) {
+  write_json(nlohmann::json{{"type", "step"}, {"step", step}, {"loss", loss}}.dump());
+}
+
+void ProgressReporter::step(const Progress& p) {
+  if (!warned_data_ && p.batch >= 20 && p.data_wait_fraction > 0.1) {
+    break_line();
+    std::fprintf(stderr,
+                 "notice: %.0f%% of the step time is spent waiting for data: the loader is the bottleneck; "
+                 "give it more threads with --threads (now %d)\n",
+                 100.0 * p.data_wait_fraction, loader_threads_);
+    warned_data_ = true;
+  }
+  double fraction = static_cast<double>(p.batch) / std::max<int64_t>(p.batches_per_epoch, 1);
+  if (terminal_) {
+    const int width = 30;
+    int filled = static_cast<int>(fraction * width);
+    std::string bar(filled, '=');
+    if (filled < width) bar += '>' + std::string(width - filled - 1, ' ');
+    std::fprintf(stderr, "\repoch %lld/%lld [%s] %3.0f%% loss %.4f acc %5.2f%% %6.0f img/s ETA %s   ",
+                 static_cast<long long>(p.epoch + 1), static_cast<long long>(epochs_), bar.c_str(), 100.0 * fraction,
+                 p.loss, 100.0 * p.accuracy, p.images_per_second, format_duration(p.eta_seconds).c_str());
+    std::fflush(stderr);
+    bar_open_ = true;
+    return;
+  }
+  int64_t decile = static_cast<int64_t>(fraction * 10);
+  if (decile == last_plain_decile_ || decile >= 10) return;
+  last_plain_decile_ = decile;
+  std::fprintf(stderr, "epoch %lld/%lld batch %lld/%lld loss %.4f acc %.2f%% %.0f img/s ETA %s\n",
+               static_cast<long long>(p.epoch + 1), static_cast<long long>(epochs_), static_cast<long long>(p.batch),
+               static_cast<long long>(p.batches_per_epoch), p.loss, 100.0 * p.accuracy, p.images_per_second,
+               format_duration(p.eta_seconds).c_str());
+}
+
+void ProgressReporter::epoch(const EpochSummary& s) {
+  break_line();
+  last_plain_decile_ = -1;
+  std::printf("epoch %lld/%lld: train loss %.4f acc %.2f%%", static_cast<long long>(s.epoch + 1),
+              static_cast<long long>(epochs_), s.train_loss, 100.0 * s.train_accuracy);
+  if (s.has_test) std::printf(" | test loss %.4f acc %.2f%%", s.test.loss, 100.0 * s.test.accuracy);
+  std::printf(" | %.0f img/s | %.1f s\n", s.images_per_second, s.seconds);
+  std::fflush(stdout);
+  nlohmann::json j{{"type", "epoch"},
+                   {"epoch", s.epoch + 1},
+                   {"train_loss", s.train_loss},
+                   {"train_accuracy", s.train_accuracy},
+                   {"images_per_second", s.images_per_second},
+                   {"seconds", s.seconds},
+                   {"phases",
+                    {{"data", s.phases.data},
+                     {"forward", s.phases.forward},
+                     {"backward", s.phases.backward},
+                     {"communication", s.phases.communication},
+                     {"update", s.phases.update}}}};
+  if (s.has_test) {
+    j["test_loss"] = s.test.loss;
+    j["test_accuracy"] = s.test.accuracy;
+  }
+  write_json(j.dump());
+}
+
+void ProgressReporter::per_class_table(const Evaluation& e, const std::vector<std::string>& names) {
+  break_line();
+  size_t width = 5;
+  for (const auto& n : names) width = std::max(width, n.size());
+  std::printf("%-*s  accuracy  correct/total\n", static_cast<int>(width), "class");
+  for (size_t c = 0; c < e.class_total.size(); ++c) {
+    std::string name = c < names.size() ? names[c] : std::to_string(c);
+    double acc = e.class_total[c] ? 100.0 * e.class_correct[c] / e.class_total[c] : 0.0;
+    std::printf("%-*s  %7.2f%%  %lld/%lld\n", static_cast<int>(width), name.c_str(), acc,
+                static_cast<long long>(e.class_correct[c]), static_cast<long long>(e.class_total[c]));
+  }
+  std::printf("%-*s  %7.2f%%  (loss %.4f over %lld samples)\n", static_cast<int>(width), "all", 100.0 * e.accuracy,
+              e.loss, static_cast<long long>(e.count));
+}
+
+}  // namespace lockstep::app

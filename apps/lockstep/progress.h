@@ -1,0 +1,42 @@
+#pragma once
+// What `lockstep train` shows while it trains: a progress bar on a terminal
+// (plain lines otherwise), one summary line per epoch, a one-time notice when
+// the loader is the bottleneck, the per-class table at the end, and the
+// optional JSON-lines metrics file.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/trainer.h"
+
+namespace lockstep::app {
+
+class ProgressReporter {
+public:
+  ProgressReporter(int64_t epochs, int loader_threads, const std::string& metrics_path, bool append_metrics);
+  ~ProgressReporter();
+
+  void step(const Progress& p);                  // every few steps: the bar or a line
+  void step_loss(int64_t step, double loss);     // every step: a metrics line
+  void epoch(const EpochSummary& s);
+  void per_class_table(const Evaluation& e, const std::vector<std::string>& class_names);
+  // Ends a progress bar line before other output.
+  void break_line();
+
+private:
+  void write_json(const std::string& line);
+
+  int64_t epochs_;
+  int loader_threads_;
+  bool terminal_;
+  bool bar_open_ = false;
+  bool warned_data_ = false;
+  int64_t last_plain_decile_ = -1;
+  std::ofstream metrics_;
+};
+
+// "1:02:03" or "2:03".
+std::string format_duration(double seconds);
+
+}  // namespace lockstep::app

@@ -1,0 +1,88 @@
+#include "settings.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace lockstep::app {
+
+namespace {
+bool was_given(const std::vector<std::string>& given, const std::string& flag) {
+  return std::find(given.begin(), given.end(), flag) != given.end();
+}
+// Enough digits to read back the same value (std::to_string keeps only 6 decimals).
+std::string exact(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
+}
+}  // namespace
+
+void apply_defaults(TrainSettings& s, bool have_gpu, const std::vector<std::string>& given) {
+  auto set = [&](const char* flag, auto& field, auto value) {
+    if (!was_given(given, flag)) field = value;
+  };
+  if (have_gpu) {
+    set("--model", s.model, std::string("resnet18"));
+    set("--epochs", s.epochs, int64_t(15));
+    set("--batch", s.batch, int64_t(512));
+    set("--lr", s.lr, 0.2f);
+    set("--warmup-epochs", s.warmup_epochs, 1.0);
+    set("--augment", s.augment, std::string("crop-flip"));
+  } else {
+    set("--model", s.model, std::string("simple-cnn"));
+    set("--epochs", s.epochs, int64_t(3));
+    set("--batch", s.batch, int64_t(64));
+    set("--lr", s.lr, 0.05f);
+    set("--augment", s.augment, std::string("none"));
+  }
+}
+
+std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
+  return {{"data", s.data},
+          {"test_data", s.test_data},
+          {"epochs", std::to_string(s.epochs)},
+          {"seed", std::to_string(s.seed)},
+          {"batch", std::to_string(s.batch)},
+          {"lr", exact(s.lr)},
+          {"momentum", exact(s.momentum)},
+          {"nesterov", s.nesterov ? "1" : "0"},
+          {"weight_decay", exact(s.weight_decay)},
+          {"schedule", s.schedule},
+          {"warmup_epochs", exact(s.warmup_epochs)},
+          {"augment", s.augment},
+          {"input", s.input},
+          {"limit", std::to_string(s.limit)},
+          {"test_limit", std::to_string(s.test_limit)},
+          {"drop_last", s.drop_last ? "1" : "0"}};
+}
+
+std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
+                                       const std::vector<std::string>& given) {
+  std::vector<std::string> settled = given;
+  auto take = [&](const char* key, const char* flag, auto apply) {
+    auto it = meta.find(key);
+    if (it == meta.end() || was_given(given, flag)) return;
+    apply(it->second);
+    settled.push_back(flag);
+  };
+  take("data", "--data", [&](const std::string& v) { s.data = v; });
+  take("test_data", "--test-data", [&](const std::string& v) { s.test_data = v; });
+  take("epochs", "--epochs", [&](const std::string& v) { s.epochs = std::stoll(v); });
+  take("seed", "--seed", [&](const std::string& v) { s.seed = std::stoull(v); });
+  take("batch", "--batch", [&](const std::string& v) { s.batch = std::stoll(v); });
+  take("lr", "--lr", [&](const std::string& v) { s.lr = std::stof(v); });
+  take("momentum", "--momentum", [&](const std::string& v) { s.momentum = std::stof(v); });
+  take("nesterov", "--nesterov", [&](const std::string& v) { s.nesterov = v == "1"; });
+  take("weight_decay", "--weight-decay", [&](const std::string& v) { s.weight_decay = std::stof(v); });
+  take("schedule", "--schedule", [&](const std::string& v) { s.schedule = v; });
+  take("warmup_epochs", "--warmup-epochs", [&](const std::string& v) { s.warmup_epochs = std::stod(v); });
+  take("augment", "--augment", [&](const std::string& v) { s.augment = v; });
+  take("input", "--input", [&](const std::string& v) { s.input = v; });
+  take("limit", "--limit", [&](const std::string& v) { s.limit = std::stoll(v); });
+  take("test_limit", "--test-limit", [&](const std::string& v) { s.test_limit = std::stoll(v); });
+  take("drop_last", "--drop-last", [&](const std::string& v) { s.drop_last = v == "1"; });
+  return settled;
+}
+
+}  // namespace lockstep::app

@@ -1,0 +1,55 @@
+#pragma once
+// What `lockstep train` runs with: every flag's value, the defaults chosen
+// for the machine (GPU or CPU), and their round trip through a checkpoint's
+// metadata so that --resume continues with the same settings.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lockstep::app {
+
+struct TrainSettings {
+  std::string data;           // data path (default: Fashion-MNIST)
+  std::string test_data;      // optional separate test set
+  std::string model;
+  int64_t epochs = 0;
+  int64_t batch = 0;            // global batch
+  int64_t batch_per_device = 0; // alternative to batch: batch = this * replicas
+  float lr = 0.0f;
+  bool scale_lr = false;        // linear scaling rule: lr * batch / reference_batch
+  float momentum = 0.9f;
+  bool nesterov = false;
+  float weight_decay = 5e-4f;
+  std::string schedule = "cosine";
+  double warmup_epochs = 0.0;
+  std::string devices = "all";
+  int replicas = 1;             // replicas per device (several on one GPU or the CPU)
+  uint64_t seed = 1;
+  std::string checkpoint;
+  std::string resume;
+  std::string metrics;
+  std::string augment;          // "none" or "crop-flip"
+  std::string input = "3x32x32"; // image folders: CxHxW the images are resized to
+  int threads = 2;              // loader threads
+  int64_t limit = 0;            // use only the first N training samples (0: all)
+  int64_t test_limit = 0;
+  bool dropout = true;
+  bool skip_bad_images = false;
+  bool drop_last = false;
+};
+
+// Fills the settings the user did not give with the defaults for the machine:
+// on a GPU resnet18 with a cosine schedule; on the CPU simple-cnn, sized so
+// that the no-argument run finishes within minutes on two cores.
+void apply_defaults(TrainSettings& s, bool have_gpu, const std::vector<std::string>& given);
+
+// The settings as checkpoint metadata, and back (only those not in `given`).
+// Returns `given` plus the flags whose values came from the metadata, so the
+// machine's defaults fill only what is left.
+std::map<std::string, std::string> to_metadata(const TrainSettings& s);
+std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
+                                       const std::vector<std::string>& given);
+
+}  // namespace lockstep::app

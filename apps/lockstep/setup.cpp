@@ -1,0 +1,76 @@
+#include "setup.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/dataset.h"
+#include "engine/error.h"
+
+namespace lockstep::app {
+
+std::vector<Device> resolve_devices(const std::string& text, int replicas, bool quiet) {
+  LS_CHECK(replicas >= 1, "--replicas must be at least 1, got ", replicas);
+  const int gpus = cuda_device_count();
+  std::vector<Device> base;
+  if (text == "all") {
+    if (gpus == 0) {
+      if (!quiet) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
+      base.push_back(Device::cpu());
+    }
+    for (int i = 0; i < gpus; ++i) base.push_back(Device::cuda(i));
+  } else if (text == "cpu") {
+    base.push_back(Device::cpu());
+  } else {
+    std::stringstream list(text);
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      Device d = parse_device(item);
+      LS_CHECK(d.is_cpu() || d.index < gpus, "--devices ", text, ": there is no GPU ", d.index, " (this machine has ",
+               gpus, gpus == 1 ? " GPU)" : " GPUs)");
+      for (const Device& seen : base) LS_CHECK(!(seen == d), "--devices ", text, " names ", d.str(), " twice");
+      base.push_back(d);
+    }
+    LS_CHECK(!base.empty(), "--devices is empty");
+  }
+  LS_CHECK(replicas == 1 || base.size() == 1, "--replicas ", replicas,
+           " puts several replicas on one device; give a single device with it, not ", base.size());
+  std::vector<Device> devices;
+  for (const Device& d : base)
+    for (int r = 0; r < replicas; ++r) devices.push_back(d);
+  return devices;
+}
+
+void parse_input_shape(const std::string& text, int64_t& channels, int64_t& height, int64_t& width) {
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  in >> channels >> x1 >> height >> x2 >> width;
+  LS_CHECK(!in.fail() && x1 == 'x' && x2 == 'x' && (channels == 1 || channels == 3) && height > 0 && width > 0,
+           "--input ", text, ": expected CxHxW with C 1 or 3, e.g. 3x32x32");
+}
+
+std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> dataset, int64_t limit) {
+  if (limit <= 0 || limit >= dataset->size()) return dataset;
+  // Every k-th sample keeps the class balance of the whole set.
+  std::vector<int64_t> indices;
+  for (int64_t i = 0; i < limit; ++i) indices.push_back(i * dataset->size() / limit);
+  return std::make_shared<data::Subset>(dataset, indices, "every " + std::to_string(dataset->size() / limit) + "th sample");
+}
+
+std::string normalization_to_json(const data::Normalization& n) {
+  return nlohmann::json{{"mean", n.mean}, {"std", n.std}}.dump();
+}
+
+data::Normalization normalization_from_json(const std::string& text) {
+  data::Normalization n;
+  try {
+    auto j = nlohmann::json::parse(text);
+    n.mean = j.at("mean").get<std::vector<float>>();
+    n.std = j.at("std").get<std::vector<float>>();
+  } catch (const std::exception& e) {
+    LS_FAIL("damaged normalisation statistics in the checkpoint: ", e.what());
+  }
+  return n;
+}
+
+}  // namespace lockstep::app

@@ -1,0 +1,27 @@
+#pragma once
+// The pieces every command wires together: devices from --devices and
+// --replicas, data sets from a path, the normalisation a checkpoint carries.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/augment.h"
+#include "data/open_dataset.h"
+#include "engine/device.h"
+
+namespace lockstep::app {
+
+// "all" (every GPU, or the CPU when there is none), "cpu", or GPU ordinals
+// "0,1"; each repeated `replicas` times. Throws naming a GPU that is not there.
+std::vector<Device> resolve_devices(const std::string& text, int replicas, bool quiet = false);
+
+// "3x32x32" -> channels, height, width; throws naming the text otherwise.
+void parse_input_shape(const std::string& text, int64_t& channels, int64_t& height, int64_t& width);
+
+// `limit` samples taken evenly over `data`, keeping its class balance (a quick run or a test).
+std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> data, int64_t limit);
+
+std::string normalization_to_json(const data::Normalization& n);
+data::Normalization normalization_from_json(const std::string& text);
+
+}  // namespace lockstep::app

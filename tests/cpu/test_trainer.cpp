@@ -1,0 +1,124 @@
+// The trainer loop on a small synthetic data set: epochs and callbacks,
+// checkpoints, stop from another thread, a diverging loss, and two trainers
+// running side by side in one process.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "data/loader.h"
+#include "engine/error.h"
+#include "engine/trainer.h"
+#include "layers/models.h"
+#include "test_data_util.h"
+
+using namespace lockstep;
+
+namespace {
+
+// 4 classes of 1x8x8 images: each class a bright quadrant, plus noise.
+std::shared_ptr<const data::Dataset> quadrants(int64_t count, uint64_t seed) {
+  std::mt19937 gen(static_cast<uint32_t>(seed));
+  std::uniform_int_distribution<int> noise(0, 60);
+  std::vector<uint8_t> pixels(count * 64);
+  std::vector<int32_t> labels(count);
+  for (int64_t i = 0; i < count; ++i) {
+    int32_t label = static_cast<int32_t>(i % 4);
+    labels[i] = label;
+    for (int y = 0; y < 8; ++y)
+      for (int x = 0; x < 8; ++x) {
+        bool lit = (y / 4) * 2 + (x / 4) == label;
+        pixels[i * 64 + y * 8 + x] = static_cast<uint8_t>((lit ? 180 : 0) + noise(gen));
+      }
+  }
+  return std::make_shared<data::InMemoryDataset>(Shape{1, 8, 8}, pixels, labels,
+                                                 std::vector<std::string>{"a", "b", "c", "d"}, "quadrants");
+}
+
+struct Run {
+  std::vector<double> losses;
+  std::vector<EpochSummary> epochs;
+  bool finished = false;
+};
+
+// Trains mlp on the quadrants for `epochs` epochs; `tweak` may change the trainer before it runs.
+Run train(int64_t epochs, float lr, const std::string& checkpoint = "",
+          const std::function<void(Trainer&)>& tweak = {}) {
+  data::LoaderConfig lc;
+  lc.batch_size = 16;
+  lc.seed = 3;
+  data::Loader loader(quadrants(160, 1), lc);
+  auto test = data::make_eval_loader(quadrants(40, 2), 16, loader.normalization(), 1);
+  std::string spec = model_spec("mlp", loader.sample_shape(), 4, {.dropout = false});
+  ReplicaManager replicas([&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, 5); },
+                          {Device::cpu()});
+  TrainerConfig config;
+  config.epochs = epochs;
+  config.schedule.base_lr = lr;
+  config.checkpoint_path = checkpoint;
+  Trainer trainer(replicas, loader, test.get(), config);
+  Run run;
+  trainer.on_step = [&](int64_t, double loss) { run.losses.push_back(loss); };
+  trainer.on_epoch = [&](const EpochSummary& e) { run.epochs.push_back(e); };
+  if (tweak) tweak(trainer);
+  run.finished = trainer.run();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("the trainer runs its epochs, reports them and learns", "[trainer]") {
+  Run run = train(3, 0.05f);
+  REQUIRE(run.finished);
+  REQUIRE(run.losses.size() == 30);
+  REQUIRE(run.epochs.size() == 3);
+  REQUIRE(run.epochs[2].has_test);
+  REQUIRE(run.epochs[2].test.count == 40);
+  REQUIRE(run.epochs[2].train_loss < run.epochs[0].train_loss);
+  REQUIRE(run.epochs[2].test.accuracy > 0.9);
+}
+
+TEST_CASE("a stop request from another thread ends the run after the step, with a checkpoint", "[trainer]") {
+  data_test::TempDir dir;
+  std::string ck = dir / "ck.safetensors";
+  Run run = train(3, 0.05f, ck, [](Trainer& t) {
+    t.on_step = [&t](int64_t step, double) {
+      if (step == 13) std::thread([&t] { t.request_stop(); }).join();
+    };
+  });
+  REQUIRE_FALSE(run.finished);
+  CheckpointInfo info = read_checkpoint_info(ck);
+  REQUIRE(info.step == 13);
+  REQUIRE(info.epoch == 1);
+  REQUIRE(info.batch_in_epoch == 3);
+}
+
+TEST_CASE("a loss that stops being finite ends training and keeps the last good checkpoint", "[trainer]") {
+  data_test::TempDir dir;
+  std::string ck = dir / "ck.safetensors";
+  train(1, 0.05f, ck);  // one good epoch
+  auto before = std::filesystem::file_size(ck);
+  std::ifstream in(ck, std::ios::binary);
+  std::string good((std::istreambuf_iterator<char>(in)), {});
+  // Resume it with an absurd learning rate: the loss overflows within the epoch.
+  auto diverge = [&] {
+    train(3, 1e30f, ck, [&](Trainer& t) { t.resume(read_checkpoint(ck), ck); });
+  };
+  REQUIRE_THROWS_WITH(diverge(), Catch::Contains("the loss became") && Catch::Contains("last good checkpoint"));
+  REQUIRE(std::filesystem::file_size(ck) == before);
+  std::ifstream again(ck, std::ios::binary);
+  REQUIRE(std::string((std::istreambuf_iterator<char>(again)), {}) == good);
+}
+
+TEST_CASE("two trainers on two threads give the results each gives alone", "[trainer]") {
+  Run alone = train(2, 0.05f);
+  Run a, b;
+  std::thread ta([&] { a = train(2, 0.05f); });
+  std::thread tb([&] { b = train(2, 0.05f); });
+  ta.join();
+  tb.join();
+  REQUIRE(a.losses == alone.losses);
+  REQUIRE(b.losses == alone.losses);
+}

@@ -19,10 +19,9 @@ void check_output(const char* op, const char* what, const Tensor& t, const ConvG
   LS_CHECK(t.shape() == expected, op, ": ", what, " is ", t.shape().str(), ", expected ", expected.str());
 }
 
-// Scratch for one sample's column matrix; a pointwise convolution reads the image in place.
+// Scratch for a chunk of samples' column matrix and product (kernels/cpu/conv_cpu.h).
 float* column_buffer(Context& ctx, const ConvGeometry& g) {
-  if (g.is_pointwise()) return nullptr;
-  return ctx.workspace(sizeof(float) * static_cast<size_t>(g.column_rows() * g.column_cols()));
+  return ctx.workspace(sizeof(float) * static_cast<size_t>(cpu::conv_scratch_floats(g)));
 }
 
 }  // namespace

@@ -23,16 +23,37 @@ Span valid_outputs(int64_t offset, int64_t stride, int64_t extent, int64_t outpu
 
 int blas_int(int64_t v) { return static_cast<int>(v); }
 
+// Column matrices of up to this many floats (16 MiB) per chunk.
+constexpr int64_t chunk_budget_floats = int64_t(4) << 20;
+
+// Copies each sample's [O, P] block of `nchw` (samples n0..n0+S) into the
+// chunk layout [O, S*P], or back.
+void to_chunk(const ConvGeometry& g, const float* nchw, int64_t samples, float* chunk) {
+  const int64_t p = g.column_cols(), ld = samples * p;
+  for (int64_t s = 0; s < samples; ++s)
+    for (int64_t o = 0; o < g.out_channels; ++o)
+      std::memcpy(chunk + o * ld + s * p, nchw + s * g.out_sample() + o * p, sizeof(float) * p);
+}
+
 }  // namespace
 
-void im2col(const ConvGeometry& g, const float* image, float* columns) {
+int64_t conv_chunk_samples(const ConvGeometry& g) {
+  int64_t per_sample = std::max<int64_t>(1, g.column_rows() * g.column_cols());
+  return std::clamp<int64_t>(chunk_budget_floats / per_sample, 1, std::max<int64_t>(g.batch, 1));
+}
+
+int64_t conv_scratch_floats(const ConvGeometry& g) {
+  return conv_chunk_samples(g) * g.column_cols() * (g.column_rows() + g.out_channels);
+}
+
+void im2col(const ConvGeometry& g, const float* image, float* columns, int64_t row_stride) {
   const int64_t k = g.kernel, s = g.stride, oh_n = g.out_h, ow_n = g.out_w;
   float* out = columns;
   for (int64_t c = 0; c < g.in_channels; ++c) {
     const float* plane = image + c * g.in_h * g.in_w;
     for (int64_t ki = 0; ki < k; ++ki) {
       Span rows = valid_outputs(ki - g.padding, s, g.in_h, oh_n);
-      for (int64_t kj = 0; kj < k; ++kj, out += oh_n * ow_n) {
+      for (int64_t kj = 0; kj < k; ++kj, out += row_stride) {
         Span cols = valid_outputs(kj - g.padding, s, g.in_w, ow_n);
         Span live = rows;
         if (cols.lo == cols.hi) live.hi = live.lo;  // this tap column never lands inside the image
@@ -55,14 +76,14 @@ void im2col(const ConvGeometry& g, const float* image, float* columns) {
   }
 }
 
-void col2im_add(const ConvGeometry& g, const float* columns, float* image) {
+void col2im_add(const ConvGeometry& g, const float* columns, int64_t row_stride, float* image) {
   const int64_t k = g.kernel, s = g.stride, oh_n = g.out_h, ow_n = g.out_w;
   const float* in = columns;
   for (int64_t c = 0; c < g.in_channels; ++c) {
     float* plane = image + c * g.in_h * g.in_w;
     for (int64_t ki = 0; ki < k; ++ki) {
       Span rows = valid_outputs(ki - g.padding, s, g.in_h, oh_n);
-      for (int64_t kj = 0; kj < k; ++kj, in += oh_n * ow_n) {
+      for (int64_t kj = 0; kj < k; ++kj, in += row_stride) {
         Span cols = valid_outputs(kj - g.padding, s, g.in_w, ow_n);
         if (cols.lo == cols.hi) continue;
         const int64_t first_iw = cols.lo * s + kj - g.padding, width = cols.hi - cols.lo;
@@ -81,60 +102,57 @@ void col2im_add(const ConvGeometry& g, const float* columns, float* image) {
 }
 
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y,
-                    float* columns) {
-  const int64_t rows = g.column_rows(), pixels = g.column_cols();
-  for (int64_t n = 0; n < g.batch; ++n) {
-    const float* xn = x + n * g.in_sample();
-    float* yn = y + n * g.out_sample();
-    const float* cols = xn;
-    if (!g.is_pointwise()) {
-      im2col(g, xn, columns);
-      cols = columns;
-    }
-    // The bias is preloaded into y so the sgemm adds the product onto it (beta = 1).
-    if (bias)
-      for (int64_t o = 0; o < g.out_channels; ++o) std::fill(yn + o * pixels, yn + (o + 1) * pixels, bias[o]);
-    // y_n [O, P] = w [O, CKK] * cols [CKK, P]
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(g.out_channels), blas_int(pixels),
-                blas_int(rows), 1.0f, w, blas_int(rows), cols, blas_int(pixels), bias ? 1.0f : 0.0f, yn,
-                blas_int(pixels));
+                    float* scratch) {
+  const int64_t rows = g.column_rows(), pixels = g.column_cols(), chunk = conv_chunk_samples(g);
+  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+    const int64_t samples = std::min(chunk, g.batch - n0), ld = samples * pixels;
+    float* columns = scratch;
+    float* product = scratch + rows * ld;
+    for (int64_t s = 0; s < samples; ++s) im2col(g, x + (n0 + s) * g.in_sample(), columns + s * pixels, ld);
+    // product [O, S*P] = w [O, CKK] * columns [CKK, S*P]
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(g.out_channels), blas_int(ld), blas_int(rows),
+                1.0f, w, blas_int(rows), columns, blas_int(ld), 0.0f, product, blas_int(ld));
+    for (int64_t s = 0; s < samples; ++s)
+      for (int64_t o = 0; o < g.out_channels; ++o) {
+        const float* src = product + o * ld + s * pixels;
+        float* dst = y + (n0 + s) * g.out_sample() + o * pixels;
+        const float b = bias ? bias[o] : 0.0f;
+        for (int64_t p = 0; p < pixels; ++p) dst[p] = src[p] + b;
+      }
   }
 }
 
 void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx, bool accumulate,
-                          float* columns) {
-  const int64_t rows = g.column_rows(), pixels = g.column_cols();
-  for (int64_t n = 0; n < g.batch; ++n) {
-    const float* dyn = dy + n * g.out_sample();
-    float* dxn = dx + n * g.in_sample();
-    // dcols [CKK, P] = w^T [CKK, O] * dy_n [O, P]; for a pointwise conv dcols is dx_n itself.
-    if (g.is_pointwise()) {
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(rows), blas_int(pixels),
-                  blas_int(g.out_channels), 1.0f, w, blas_int(rows), dyn, blas_int(pixels), accumulate ? 1.0f : 0.0f,
-                  dxn, blas_int(pixels));
-      continue;
+                          float* scratch) {
+  const int64_t rows = g.column_rows(), pixels = g.column_cols(), chunk = conv_chunk_samples(g);
+  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+    const int64_t samples = std::min(chunk, g.batch - n0), ld = samples * pixels;
+    float* columns = scratch;
+    float* dy_chunk = scratch + rows * ld;
+    to_chunk(g, dy + n0 * g.out_sample(), samples, dy_chunk);
+    // dcolumns [CKK, S*P] = w^T [CKK, O] * dy [O, S*P]
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(rows), blas_int(ld), blas_int(g.out_channels), 1.0f,
+                w, blas_int(rows), dy_chunk, blas_int(ld), 0.0f, columns, blas_int(ld));
+    for (int64_t s = 0; s < samples; ++s) {
+      float* dxn = dx + (n0 + s) * g.in_sample();
+      if (!accumulate) std::fill(dxn, dxn + g.in_sample(), 0.0f);
+      col2im_add(g, columns + s * pixels, ld, dxn);
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(rows), blas_int(pixels), blas_int(g.out_channels),
-                1.0f, w, blas_int(rows), dyn, blas_int(pixels), 0.0f, columns, blas_int(pixels));
-    if (!accumulate) std::fill(dxn, dxn + g.in_sample(), 0.0f);
-    col2im_add(g, columns, dxn);
   }
 }
 
-void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* columns) {
-  const int64_t rows = g.column_rows(), pixels = g.column_cols();
+void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* scratch) {
+  const int64_t rows = g.column_rows(), pixels = g.column_cols(), chunk = conv_chunk_samples(g);
   if (g.batch == 0) std::fill(dw, dw + g.weight_numel(), 0.0f);
-  for (int64_t n = 0; n < g.batch; ++n) {
-    const float* xn = x + n * g.in_sample();
-    const float* cols = xn;
-    if (!g.is_pointwise()) {
-      im2col(g, xn, columns);
-      cols = columns;
-    }
-    // dw [O, CKK] (+)= dy_n [O, P] * cols^T [P, CKK]; the first sample writes.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(g.out_channels), blas_int(rows), blas_int(pixels),
-                1.0f, dy + n * g.out_sample(), blas_int(pixels), cols, blas_int(pixels), n == 0 ? 0.0f : 1.0f, dw,
-                blas_int(rows));
+  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+    const int64_t samples = std::min(chunk, g.batch - n0), ld = samples * pixels;
+    float* columns = scratch;
+    float* dy_chunk = scratch + rows * ld;
+    for (int64_t s = 0; s < samples; ++s) im2col(g, x + (n0 + s) * g.in_sample(), columns + s * pixels, ld);
+    to_chunk(g, dy + n0 * g.out_sample(), samples, dy_chunk);
+    // dw [O, CKK] (+)= dy [O, S*P] * columns^T [S*P, CKK]; the first chunk writes.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(g.out_channels), blas_int(rows), blas_int(ld), 1.0f,
+                dy_chunk, blas_int(ld), columns, blas_int(ld), n0 == 0 ? 0.0f : 1.0f, dw, blas_int(rows));
   }
 }
 

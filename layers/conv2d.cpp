@@ -7,7 +7,7 @@
 namespace lockstep {
 
 Conv2d::Conv2d(int64_t out_channels, int kernel, int stride, int padding, bool bias, Init weight_init)
-    : out_channels_(out_channels), kernel_(kernel), stride_(stride), padding_(padding), has_bias_(bias),
+    : WeightedLayer(bias), out_channels_(out_channels), kernel_(kernel), stride_(stride), padding_(padding),
       weight_init_(weight_init) {}
 
 Shape Conv2d::output_shape(const std::vector<Shape>& inputs) const {
@@ -24,26 +24,11 @@ Shape Conv2d::output_shape(const std::vector<Shape>& inputs) const {
 
 std::vector<ParamSpec> Conv2d::parameter_specs(const std::vector<Shape>& inputs) const {
   output_shape(inputs);
-  int64_t c = inputs[0][0], k = kernel_;
-  std::vector<ParamSpec> specs{{"weight", Shape{out_channels_, c, k, k}, weight_init_, true, 0}};
-  if (has_bias_) specs.push_back({"bias", Shape{out_channels_}, Init::fan_in_uniform, false, c * k * k});
-  return specs;
-}
-
-void Conv2d::bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>&) {
-  size_t expected = has_bias_ ? 2 : 1;
-  LS_CHECK(params.size() == expected && grads.size() == expected, "conv2d '", name, "': bound to ", params.size(),
-           " parameters, expected ", expected);
-  weight_ = params[0];
-  weight_grad_ = grads[0];
-  if (has_bias_) {
-    bias_ = params[1];
-    bias_grad_ = grads[1];
-  }
+  return weight_bias_specs(Shape{out_channels_, inputs[0][0], kernel_, kernel_}, weight_init_);
 }
 
 void Conv2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
-  ops::conv2d_forward(ctx, inputs[0], weight_, has_bias_ ? &bias_ : nullptr, output, stride_, padding_);
+  ops::conv2d_forward(ctx, inputs[0], weight_, bias_or_null(), output, stride_, padding_);
 }
 
 void Conv2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,

@@ -3,11 +3,11 @@
 // stride and zero padding; output [O, OH, OW]. Saves nothing: backward reads
 // its input again. Backward writes the weight and bias gradients and writes
 // or adds the input gradient.
-#include "layers/layer.h"
+#include "layers/weighted_layer.h"
 
 namespace lockstep {
 
-class Conv2d final : public Layer {
+class Conv2d final : public WeightedLayer {
 public:
   Conv2d(int64_t out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true,
          Init weight_init = Init::fan_in_uniform);
@@ -16,8 +16,6 @@ public:
   Shape output_shape(const std::vector<Shape>& inputs) const override;
   // "weight" [O, C, K, K] (decayed), then "bias" [O] when the layer has one.
   std::vector<ParamSpec> parameter_specs(const std::vector<Shape>& inputs) const override;
-  void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-            const std::vector<Tensor>& state) override;
   void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
@@ -26,14 +24,11 @@ public:
   int kernel() const { return kernel_; }
   int stride() const { return stride_; }
   int padding() const { return padding_; }
-  bool has_bias() const { return has_bias_; }
 
 private:
   int64_t out_channels_;
   int kernel_, stride_, padding_;
-  bool has_bias_;
   Init weight_init_;
-  Tensor weight_, bias_, weight_grad_, bias_grad_;
 };
 
 }  // namespace lockstep

@@ -5,7 +5,7 @@
 
 namespace lockstep {
 
-Linear::Linear(int64_t out_features, bool bias) : out_features_(out_features), has_bias_(bias) {}
+Linear::Linear(int64_t out_features, bool bias) : WeightedLayer(bias), out_features_(out_features) {}
 
 Shape Linear::output_shape(const std::vector<Shape>& inputs) const {
   LS_CHECK(inputs.size() == 1, describe(*this, inputs), "takes one input");
@@ -19,26 +19,11 @@ Shape Linear::output_shape(const std::vector<Shape>& inputs) const {
 
 std::vector<ParamSpec> Linear::parameter_specs(const std::vector<Shape>& inputs) const {
   output_shape(inputs);
-  int64_t f = inputs[0][0];
-  std::vector<ParamSpec> specs{{"weight", Shape{out_features_, f}, Init::fan_in_uniform, true, 0}};
-  if (has_bias_) specs.push_back({"bias", Shape{out_features_}, Init::fan_in_uniform, false, f});
-  return specs;
-}
-
-void Linear::bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>&) {
-  size_t expected = has_bias_ ? 2 : 1;
-  LS_CHECK(params.size() == expected && grads.size() == expected, "linear '", name, "': bound to ", params.size(),
-           " parameters, expected ", expected);
-  weight_ = params[0];
-  weight_grad_ = grads[0];
-  if (has_bias_) {
-    bias_ = params[1];
-    bias_grad_ = grads[1];
-  }
+  return weight_bias_specs(Shape{out_features_, inputs[0][0]}, Init::fan_in_uniform);
 }
 
 void Linear::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
-  ops::linear_forward(ctx, inputs[0], weight_, has_bias_ ? &bias_ : nullptr, output);
+  ops::linear_forward(ctx, inputs[0], weight_, bias_or_null(), output);
 }
 
 void Linear::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,

@@ -1,0 +1,24 @@
+#pragma once
+// The part conv2d and linear share: a weight (decayed) and an optional bias
+// [O] initialised with the weight's fan-in, and their views into the arenas.
+#include "layers/layer.h"
+
+namespace lockstep {
+
+class WeightedLayer : public Layer {
+public:
+  bool has_bias() const { return has_bias_; }
+  void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+            const std::vector<Tensor>& state) override;
+
+protected:
+  explicit WeightedLayer(bool bias) : has_bias_(bias) {}
+  // "weight" of `weight_shape` ([O, ...]), then "bias" [O] when the layer has one.
+  std::vector<ParamSpec> weight_bias_specs(const Shape& weight_shape, Init weight_init) const;
+  const Tensor* bias_or_null() const { return has_bias_ ? &bias_ : nullptr; }
+
+  bool has_bias_;
+  Tensor weight_, bias_, weight_grad_, bias_grad_;
+};
+
+}  // namespace lockstep

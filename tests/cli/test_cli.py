@@ -169,6 +169,45 @@ class Cli(unittest.TestCase):
         loaded = load_file(ck)
         self.assertEqual(list(loaded["fc1.weight"].shape), [256, 784])
 
+    def test_checkpoint_of_3_replicas_evaluates_and_resumes_on_1(self):
+        ck = self.path("ck.safetensors")
+        r = run(["train"] + QUICK + ["--replicas", "3", "--epochs", "1", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("on 3 replicas", r.stdout)
+        e = run(["eval", "--checkpoint", ck, "--devices", "cpu"], self.tmp)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        r = run(["train", "--resume", ck, "--epochs", "2", "--replicas", "1"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("on 1 replica ", r.stdout)
+        self.assertIn("epoch 2/2", r.stdout)
+
+    def test_predict_prints_the_top_classes(self):
+        ck = self.path("ck.safetensors")
+        r = run(["train"] + QUICK + ["--epochs", "1", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        image = self.path("trouser.png")
+        try:
+            from PIL import Image
+        except ImportError:
+            self.skipTest("PIL is not importable from this interpreter")
+        # A bright vertical band on black: trouser-like for Fashion-MNIST.
+        img = Image.new("L", (28, 28))
+        for y in range(2, 26):
+            for x in range(9, 19):
+                img.putpixel((x, y), 220)
+        img.save(image)
+        p = run(["predict", "--checkpoint", ck, image], self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[0], image)
+        probabilities = [float(l.split("%")[0]) for l in lines[1:6]]
+        self.assertEqual(len(probabilities), 5)
+        self.assertEqual(probabilities, sorted(probabilities, reverse=True))
+        self.assertLessEqual(sum(probabilities), 100.01)
+        bad = run(["predict", "--checkpoint", ck, self.path("missing.png")], self.tmp)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("missing.png", bad.stderr)
+
     def test_bad_arguments_fail_in_one_line_and_leave_the_checkpoint(self):
         ck = self.path("ck.safetensors")
         r = run(["train"] + QUICK + ["--epochs", "1", "--checkpoint", ck], self.tmp)

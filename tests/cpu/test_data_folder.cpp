@@ -196,7 +196,7 @@ TEST_CASE("image folder: train/ and test/ halves are used as given, labelled ali
   REQUIRE_THROWS_WITH(open_dataset(dir.str()), Catch::Contains("class folder 'fox' is not one of the 3 training classes"));
 }
 
-TEST_CASE("image folder: a lone folder is split per class; the cache gives the same pixels", "[data][folder]") {
+TEST_CASE("image folder: a lone folder is split per class, and the cache gives the same pixels", "[data][folder]") {
   TempDir dir;
   for (int c = 0; c < 3; ++c)
     for (int i = 0; i < 8; ++i)

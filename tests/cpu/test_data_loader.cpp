@@ -129,7 +129,7 @@ TEST_CASE("loader: 1 and 4 threads give the same batches, augmented and normalis
   REQUIRE(other.epoch_order(0) != one.epoch_order(0));
 }
 
-TEST_CASE("loader: drop_last drops the partial batch; no shuffle keeps index order", "[data][loader]") {
+TEST_CASE("loader: drop_last drops the partial batch, and no shuffle keeps index order", "[data][loader]") {
   auto data = indexed_dataset(100);
   LoaderConfig c = plain_config(32, 2);
   c.drop_last = true;
@@ -184,7 +184,7 @@ TEST_CASE("loader: a bounded queue, the held batch plus two prepared ahead", "[d
   REQUIRE(settle(40) == 40);
 }
 
-TEST_CASE("loader: stop() from another thread ends the epoch; the loader restarts and is destroyed", "[data][loader]") {
+TEST_CASE("loader: stop() from another thread ends the epoch, and the loader restarts and is destroyed", "[data][loader]") {
   auto slow = std::make_shared<SlowDataset>(indexed_dataset(3000), 200us);
   auto loader = std::make_unique<Loader>(slow, plain_config(16, 3));
   loader->start_epoch(0, 0);

@@ -48,7 +48,7 @@ TEST_CASE("random_bits never repeats in the first million draws of a key", "[ran
   }
 }
 
-TEST_CASE("random draws are a pure function of key and counter; nearby keys differ", "[random]") {
+TEST_CASE("random draws are a pure function of key and counter, and nearby keys differ", "[random]") {
   REQUIRE(random_bits(random_key(7, 3), 11) == random_bits(random_key(7, 3), 11));
   // Neighbouring seeds and streams give unrelated sequences: compare 10k draws.
   const uint64_t base = random_key(7, 3);

@@ -36,6 +36,17 @@ public:
   CudaState* cuda() const { return cuda_.get(); }
   // Waits until all work queued on this context's streams is done.
   void synchronize();
+  // Makes this context's GPU the calling thread's current device (CUDA
+  // launches on a stream need it); nothing on the CPU. A replica's thread
+  // calls it before running ops.
+  void make_current() const;
+  // Stream-ordered copy and fill: on a GPU they are queued on the compute
+  // stream (pinned host memory keeps a host copy asynchronous), unlike
+  // Tensor::copy_from and Tensor::zero, which run on the legacy default
+  // stream and wait. `src` and `dst` need the same element count and dtype;
+  // one of them may live on the host.
+  void copy(const Tensor& src, Tensor& dst);
+  void zero(Tensor& t);
 
   // Counter-based randomness (dropout) is keyed by the training seed, the step
   // and the global index of this replica's first sample, so N replicas draw the

@@ -4,6 +4,13 @@
 // share of the elements over all ranks, always in rank order, into a shared
 // result, and copies the result back. So every rank ends with bit-identical
 // sums, and the work is spread over the ranks' threads.
+//
+// On a GPU the buffers are device memory filled by kernels on each rank's
+// compute stream: a rank waits for its streams before it posts, sums its
+// share with a kernel over every rank's buffer into a shared device result,
+// and copies the result back on its stream, waiting at each step, so no rank
+// reads a buffer still being written. All ranks must share one GPU (NCCL
+// serves ranks on distinct GPUs).
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -24,6 +31,10 @@ public:
 private:
   // Blocks until every rank has arrived at this barrier or the communicator is aborted or times out.
   void arrive_and_wait(int rank, const char* where);
+  void all_reduce_host(int rank, float* data, int64_t count);
+  void all_reduce_device(int rank, Context& ctx, float* data, int64_t count);
+  // Checks, after the post barrier, that every rank posted `count` floats on `device`.
+  void check_posted(int rank, int64_t count, Device device) const;
 
   int ranks_;
   std::chrono::milliseconds timeout_;
@@ -36,7 +47,9 @@ private:
   std::string abort_reason_;
   std::vector<float*> buffers_;
   std::vector<int64_t> counts_;
+  std::vector<Device> devices_;
   std::vector<float> result_;
+  Tensor device_result_;  // the GPU path's shared sum
 };
 
 }  // namespace lockstep

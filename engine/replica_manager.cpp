@@ -48,10 +48,16 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devic
   return std::make_unique<LocalCommunicator>(static_cast<int>(devices.size()), timeout);
 }
 
-// The slice of a host batch for one replica, on that replica's device.
-Tensor slice_to_device(const Tensor& host, Slice slice, Device device) {
+// The slice of a host batch for one replica, on that replica's device: on a
+// GPU copied asynchronously on the compute stream (from pinned memory when
+// the loader's batches are pinned). The host batch must stay untouched until
+// the step's loss read-back has waited for that stream, which every step does.
+Tensor slice_to_device(const Tensor& host, Slice slice, Context& ctx) {
   Tensor part = host.batch_slice(slice.offset, slice.count);
-  return device.is_cpu() ? part : part.to(device);
+  if (ctx.device().is_cpu()) return part;
+  Tensor on_device = Tensor::empty(part.shape(), ctx.device(), part.dtype());
+  ctx.copy(part, on_device);
+  return on_device;
 }
 }  // namespace
 
@@ -68,6 +74,7 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
   }
   run_on_all([&](Replica& r) {
     r.ctx = std::make_unique<Context>(r.device, options_.context);
+    r.ctx->make_current();
     r.model = factory(r.device);
     LS_CHECK(r.model != nullptr, "the model factory returned no model for ", r.device.str());
     r.buckets = make_gradient_buckets(r.model->arenas(), options_.bucket_bytes);
@@ -91,6 +98,8 @@ void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
     Replica* r = replica.get();
     done.push_back(r->thread.submit([this, r, &job, &errors] {
       try {
+        // The replica's GPU must be current on its thread for kernel launches.
+        if (r->ctx) r->ctx->make_current();
         job(*r);
       } catch (const std::exception& e) {
         errors[r->rank] = e.what();
@@ -122,8 +131,8 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, r.rank);
     auto t0 = Clock::now();
-    Tensor images = slice_to_device(batch.images, slice, r.device);
-    Tensor labels = slice_to_device(batch.labels, slice, r.device);
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
     r.ctx->seed = options_.seed;
     r.ctx->step = step;
     r.ctx->sample_offset = slice.offset;
@@ -172,8 +181,8 @@ StepMetrics ReplicaManager::evaluate(const HostBatch& batch) {
     Slice slice = replica_slice(global, n, r.rank);
     r.metrics = {};
     if (slice.count == 0) return;
-    Tensor images = slice_to_device(batch.images, slice, r.device);
-    Tensor labels = slice_to_device(batch.labels, slice, r.device);
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
     r.metrics = r.model->evaluate(*r.ctx, images, labels);
   });
   StepMetrics total;
@@ -188,7 +197,7 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, size(), r.rank);
     if (slice.count == 0) return;
-    Tensor images = slice_to_device(batch.images, slice, r.device);
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     std::vector<float> part = r.model->logits(*r.ctx, images).to_vector();
     std::copy(part.begin(), part.end(), out.begin() + slice.offset * classes);
   });

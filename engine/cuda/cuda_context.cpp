@@ -6,6 +6,7 @@
 
 #include "engine/cuda/cuda_allocator.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/cudnn_plans.h"
 #include "engine/error.h"
 
 namespace lockstep {
@@ -32,8 +33,8 @@ size_t recommended_cublas_workspace(int device) {
 }
 }  // namespace
 
-CudaState::CudaState(int device_index, const ContextOptions& options)
-    : device(device_index), workspace_limit_(options.workspace_limit_bytes) {
+CudaState::CudaState(int device_index, const ContextOptions& context_options)
+    : device(device_index), options(context_options), workspace_limit_(context_options.workspace_limit_bytes) {
   DeviceGuard guard(device);
   try {
     device_allocator_ = cuda_allocator_for(device);
@@ -59,6 +60,7 @@ CudaState::CudaState(int device_index, const ContextOptions& options)
 
     reduce_scratch = device_allocator_->allocate(reduce_scratch_bytes);
     readback = pinned_allocator_->allocate(readback_bytes);
+    plans = std::make_unique<CudnnPlans>();
   } catch (...) {
     release();
     throw;
@@ -75,6 +77,7 @@ void CudaState::release() noexcept {
   // blocks go back to the cache.
   if (compute_stream) LS_CUDA_LOG(cudaStreamSynchronize(compute_stream));
   if (comm_stream) LS_CUDA_LOG(cudaStreamSynchronize(comm_stream));
+  plans.reset();  // descriptors only: nothing on the device
   if (cublas) LS_CUBLAS_LOG(cublasDestroy(cublas));
   if (cudnn) LS_CUDNN_LOG(cudnnDestroy(cudnn));
   if (device_allocator_) {
@@ -106,6 +109,8 @@ CudaState& CudaState::operator=(CudaState&& other) noexcept {
   comm_stream = std::exchange(other.comm_stream, nullptr);
   cudnn = std::exchange(other.cudnn, nullptr);
   cublas = std::exchange(other.cublas, nullptr);
+  options = other.options;
+  plans = std::move(other.plans);
   reduce_scratch = std::exchange(other.reduce_scratch, nullptr);
   readback = std::exchange(other.readback, nullptr);
   device_allocator_ = std::move(other.device_allocator_);
@@ -136,6 +141,12 @@ std::unique_ptr<CudaState> make_cuda_state(int device, const ContextOptions& opt
            count == 0 ? std::string("no CUDA device is visible (no GPU or no driver)")
                       : std::to_string(count) + " CUDA device(s) are visible");
   return std::make_unique<CudaState>(device, options);
+}
+
+void cuda_make_current(const CudaState& state) {
+  int current = -1;
+  LS_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != state.device) LS_CUDA_CHECK(cudaSetDevice(state.device));
 }
 
 void cuda_synchronize(CudaState& state) {

@@ -3,8 +3,10 @@
 // owned by it (engine/context.h): the device ordinal, a compute stream and a
 // communication stream, cuDNN and cuBLAS handles bound to the compute stream,
 // a cuBLAS workspace and a growable cuDNN workspace bounded by
-// ContextOptions::workspace_limit_bytes, and a small scratch pair for results
-// that ops read back to the host (loss sums).
+// ContextOptions::workspace_limit_bytes, a small scratch pair for results
+// that ops read back to the host (loss sums), and the cuDNN descriptors and
+// convolution algorithms chosen so far, one set per full shape
+// (engine/cuda/cudnn_plans.h).
 //
 // Both streams are blocking streams (ordered against the legacy default
 // stream) so that the synchronous copies of engine/memory.h see their results;
@@ -42,6 +44,8 @@ private:
   bool changed_ = false;
 };
 
+class CudnnPlans;
+
 struct CudaState {
   CudaState(int device, const ContextOptions& options);
   ~CudaState();
@@ -55,6 +59,9 @@ struct CudaState {
   cudaStream_t comm_stream = nullptr;
   cudnnHandle_t cudnn = nullptr;    // runs on compute_stream
   cublasHandle_t cublas = nullptr;  // runs on compute_stream, with its own workspace
+  ContextOptions options;
+  // Descriptors and algorithms per shape; only the context's thread uses them.
+  std::unique_ptr<CudnnPlans> plans;
 
   // Device memory of at least `bytes` for cuDNN on the compute stream: grows
   // on demand, never beyond workspace_limit_bytes (an Error names both).
@@ -89,5 +96,7 @@ private:
 std::unique_ptr<CudaState> make_cuda_state(int device, const ContextOptions& options);
 // Waits for everything queued on both streams; reports kernel faults.
 void cuda_synchronize(CudaState& state);
+// Makes state.device the calling thread's current device (cheap when it is).
+void cuda_make_current(const CudaState& state);
 
 }  // namespace lockstep

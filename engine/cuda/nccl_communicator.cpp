@@ -29,15 +29,18 @@ NcclCommunicator::~NcclCommunicator() {
   }
   cv_.notify_all();
   watchdog_.join();
+  int previous = -1;
+  bool restore = cudaGetDevice(&previous) == cudaSuccess;
   for (size_t r = 0; r < ranks_.size(); ++r) {
-    DeviceGuard guard(ranks_[r].device);
+    // No throwing DeviceGuard here: a destructor only logs.
+    LS_CUDA_LOG(cudaSetDevice(ranks_[r].device));
     LS_CUDA_LOG(cudaEventDestroy(ranks_[r].produced));
     LS_CUDA_LOG(cudaEventDestroy(ranks_[r].reduced));
-    if (aborted_.load())
-      LS_NCCL_LOG(ncclCommAbort(comms_[r]));
-    else
-      LS_NCCL_LOG(ncclCommDestroy(comms_[r]));
+    // abort() has already aborted, and so freed, every communicator: freeing
+    // them again here would be a double free.
+    if (!aborted_.load()) LS_NCCL_LOG(ncclCommDestroy(comms_[r]));
   }
+  if (restore) LS_CUDA_LOG(cudaSetDevice(previous));
 }
 
 void NcclCommunicator::check_usable(int rank) const {

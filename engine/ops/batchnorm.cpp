@@ -7,6 +7,11 @@
 #include "kernels/bn_math.h"
 #include "kernels/cpu/batchnorm_cpu.h"
 
+#if LOCKSTEP_WITH_CUDA
+#include "engine/cuda/cuda_context.h"
+#include "kernels/cuda/batchnorm_cuda.h"
+#endif
+
 namespace lockstep::ops {
 
 namespace {
@@ -52,7 +57,14 @@ void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma,
                              beta.data(), y.data());
     return;
   }
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
+  cuda::batchnorm_forward_train(ctx.cuda()->compute_stream, x.data(), n, c, spatial, eps, gamma.data(), beta.data(),
+                                y.data(), batch_mean.data(), batch_var.data(), saved_mean.data(), saved_inv_std.data(),
+                                scratch);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -67,7 +79,12 @@ void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, 
   if (ctx.device().is_cpu())
     return cpu::batchnorm_forward_eval(x.data(), x.dim(0), c, x.dim(2) * x.dim(3), running_mean.data(),
                                        running_var.data(), eps, gamma.data(), beta.data(), y.data());
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::batchnorm_forward_eval(ctx.cuda()->compute_stream, x.data(), x.dim(0), c, x.dim(2) * x.dim(3),
+                               running_mean.data(), running_var.data(), eps, gamma.data(), beta.data(), y.data());
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void batchnorm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -86,7 +103,15 @@ void batchnorm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const T
     return cpu::batchnorm_backward(x.data(), dy.data(), x.dim(0), c, x.dim(2) * x.dim(3), saved_mean.data(),
                                    saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(),
                                    dx ? dx->data() : nullptr, accumulate);
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
+  void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
+  cuda::batchnorm_backward(ctx.cuda()->compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
+                           saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(), dx ? dx->data() : nullptr,
+                           accumulate, scratch);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void batchnorm_update_running(Context& ctx, BatchNormState& s, const Tensor& mean, const Tensor& biased_var,
@@ -103,7 +128,12 @@ void batchnorm_update_running(Context& ctx, BatchNormState& s, const Tensor& mea
   if (ctx.device().is_cpu())
     return cpu::batchnorm_update_running(s.running_mean.data(), s.running_var.data(), mean.data(), biased_var.data(),
                                          c, values_per_channel, s.momentum);
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::batchnorm_update_running(ctx.cuda()->compute_stream, s.running_mean.data(), s.running_var.data(), mean.data(),
+                                 biased_var.data(), c, values_per_channel, s.momentum);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 HostBatchStats combine_batch_stats(const std::vector<double>& weights, const std::vector<HostBatchStats>& replicas) {

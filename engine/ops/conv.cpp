@@ -3,6 +3,12 @@
 #include "engine/error.h"
 #include "kernels/cpu/conv_cpu.h"
 
+#if LOCKSTEP_WITH_CUDA
+#include "engine/cuda/cuda_context.h"
+#include "engine/cuda/cudnn_ops.h"
+#include "kernels/cuda/batchnorm_cuda.h"
+#endif
+
 namespace lockstep::ops {
 
 namespace {
@@ -55,7 +61,11 @@ void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
   if (ctx.device().is_cpu())
     return cpu::conv2d_forward(g, x.data(), w.data(), bias ? bias->data() : nullptr, y.data(),
                                column_buffer(ctx, g));
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::conv2d_forward(*ctx.cuda(), g, x.data(), w.data(), bias ? bias->data() : nullptr, y.data());
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, int stride, int padding,
@@ -68,7 +78,11 @@ void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tenso
   check_output(op, "output gradient", dy, g);
   if (ctx.device().is_cpu())
     return cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate, column_buffer(ctx, g));
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::conv2d_backward_data(*ctx.cuda(), g, dy.data(), w.data(), dx.data(), accumulate);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw, int stride, int padding) {
@@ -80,7 +94,11 @@ void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Ten
   check_output(op, "output gradient", dy, g);
   if (ctx.device().is_cpu())
     return cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), column_buffer(ctx, g));
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::conv2d_backward_filter(*ctx.cuda(), g, x.data(), dy.data(), dw.data());
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
@@ -96,7 +114,13 @@ void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
   g.out_h = dy.dim(2);
   g.out_w = dy.dim(3);
   if (ctx.device().is_cpu()) return cpu::conv2d_backward_bias(g, dy.data(), db.data());
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  const int64_t spatial = g.out_h * g.out_w;
+  void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(g.batch, g.out_channels, spatial));
+  cuda::channel_sums(ctx.cuda()->compute_stream, dy.data(), g.batch, g.out_channels, spatial, db.data(), scratch);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 }  // namespace lockstep::ops

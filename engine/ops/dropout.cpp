@@ -5,6 +5,11 @@
 #include "kernels/cpu/dropout_cpu.h"
 #include "kernels/dropout_math.h"
 
+#if LOCKSTEP_WITH_CUDA
+#include "engine/cuda/cuda_context.h"
+#include "kernels/cuda/dropout_cuda.h"
+#endif
+
 namespace lockstep::ops {
 
 namespace {
@@ -27,7 +32,11 @@ void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float p, uint64_t
   check_args("dropout", ctx, x, y, p);
   uint64_t key = dropout_key(ctx.seed, ctx.step, salt);
   if (ctx.device().is_cpu()) return cpu::dropout_forward(x.data(), y.data(), x.numel(), key, first_index(ctx, x), p);
-  LS_FAIL("dropout on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::dropout_forward(ctx.cuda()->compute_stream, x.data(), y.data(), x.numel(), key, first_index(ctx, x), p);
+#else
+  LS_FAIL("dropout", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float p, uint64_t salt, bool accumulate) {
@@ -35,7 +44,12 @@ void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float p, uint6
   uint64_t key = dropout_key(ctx.seed, ctx.step, salt);
   if (ctx.device().is_cpu())
     return cpu::dropout_backward(dy.data(), dx.data(), dy.numel(), key, first_index(ctx, dy), p, accumulate);
-  LS_FAIL("dropout backward on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::dropout_backward(ctx.cuda()->compute_stream, dy.data(), dx.data(), dy.numel(), key, first_index(ctx, dy), p,
+                         accumulate);
+#else
+  LS_FAIL("dropout backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 }  // namespace lockstep::ops

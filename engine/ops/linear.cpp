@@ -3,6 +3,10 @@
 #include "engine/error.h"
 #include "kernels/cpu/linear_cpu.h"
 
+#if LOCKSTEP_WITH_CUDA
+#include "engine/cuda/cublas_ops.h"
+#endif
+
 namespace lockstep::ops {
 
 namespace {
@@ -41,7 +45,12 @@ void linear_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
   if (ctx.device().is_cpu())
     return cpu::linear_forward(x.data(), w.data(), bias ? bias->data() : nullptr, y.data(), x.dim(0), w.dim(1),
                                w.dim(0));
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::linear_forward(*ctx.cuda(), x.data(), w.data(), bias ? bias->data() : nullptr, y.data(), x.dim(0), w.dim(1),
+                       w.dim(0));
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void linear_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, bool accumulate) {
@@ -52,7 +61,11 @@ void linear_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tenso
   check_product(op, dx, w, dy);
   if (ctx.device().is_cpu())
     return cpu::linear_backward_data(dy.data(), w.data(), dx.data(), dx.dim(0), w.dim(1), w.dim(0), accumulate);
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::linear_backward_data(*ctx.cuda(), dy.data(), w.data(), dx.data(), dx.dim(0), w.dim(1), w.dim(0), accumulate);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void linear_backward_weight(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw) {
@@ -63,7 +76,11 @@ void linear_backward_weight(Context& ctx, const Tensor& x, const Tensor& dy, Ten
   check_product(op, x, dw, dy);
   if (ctx.device().is_cpu())
     return cpu::linear_backward_weight(x.data(), dy.data(), dw.data(), x.dim(0), dw.dim(1), dw.dim(0));
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::linear_backward_weight(*ctx.cuda(), x.data(), dy.data(), dw.data(), x.dim(0), dw.dim(1), dw.dim(0));
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void linear_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
@@ -73,7 +90,11 @@ void linear_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
   LS_CHECK(db.shape() == Shape{dy.dim(1)}, op, ": bias gradient ", db.shape().str(), " for output gradient ",
            dy.shape().str());
   if (ctx.device().is_cpu()) return cpu::linear_backward_bias(dy.data(), db.data(), dy.dim(0), dy.dim(1));
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::linear_backward_bias(*ctx.cuda(), dy.data(), db.data(), dy.dim(0), dy.dim(1));
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 }  // namespace lockstep::ops

@@ -3,6 +3,12 @@
 #include "engine/error.h"
 #include "kernels/cpu/pool_cpu.h"
 
+#if LOCKSTEP_WITH_CUDA
+#include "engine/cuda/cuda_context.h"
+#include "engine/cuda/cudnn_ops.h"
+#include "kernels/cuda/pool_cuda.h"
+#endif
+
 namespace lockstep::ops {
 
 namespace {
@@ -42,27 +48,43 @@ Shape pool_output_shape(const char* op, const Shape& x_shape, const PoolWindow& 
 void max_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
   PoolGeometry g = checked_geometry("max_pool2d", ctx, x, y, nullptr, nullptr, window);
   if (ctx.device().is_cpu()) return cpu::max_pool2d_forward(x.data(), y.data(), g);
-  LS_FAIL("max_pool2d on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_forward(*ctx.cuda(), g, PoolMode::max, x.data(), y.data());
+#else
+  LS_FAIL("max_pool2d", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void max_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
   PoolGeometry g = checked_geometry("max_pool2d backward", ctx, x, y, &dy, &dx, window);
   if (ctx.device().is_cpu()) return cpu::max_pool2d_backward(x.data(), dy.data(), dx.data(), g, accumulate);
-  LS_FAIL("max_pool2d backward on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_backward(*ctx.cuda(), g, PoolMode::max, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+#else
+  LS_FAIL("max_pool2d backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void avg_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
   PoolGeometry g = checked_geometry("avg_pool2d", ctx, x, y, nullptr, nullptr, window);
   if (ctx.device().is_cpu()) return cpu::avg_pool2d_forward(x.data(), y.data(), g);
-  LS_FAIL("avg_pool2d on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_forward(*ctx.cuda(), g, PoolMode::average, x.data(), y.data());
+#else
+  LS_FAIL("avg_pool2d", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void avg_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
   PoolGeometry g = checked_geometry("avg_pool2d backward", ctx, x, y, &dy, &dx, window);
   if (ctx.device().is_cpu()) return cpu::avg_pool2d_backward(dy.data(), dx.data(), g, accumulate);
-  LS_FAIL("avg_pool2d backward on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_backward(*ctx.cuda(), g, PoolMode::average, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+#else
+  LS_FAIL("avg_pool2d backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
@@ -73,7 +95,11 @@ void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
   check_device(op, ctx, {&x, &y});
   if (ctx.device().is_cpu())
     return cpu::global_avg_pool_forward(x.data(), y.data(), x.dim(0) * x.dim(1), x.dim(2) * x.dim(3));
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::global_avg_pool_forward(ctx.cuda()->compute_stream, x.data(), y.data(), x.dim(0) * x.dim(1), x.dim(2) * x.dim(3));
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
@@ -85,7 +111,12 @@ void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool a
   if (ctx.device().is_cpu())
     return cpu::global_avg_pool_backward(dy.data(), dx.data(), dx.dim(0) * dx.dim(1), dx.dim(2) * dx.dim(3),
                                          accumulate);
-  LS_FAIL(op, " on ", ctx.device().str(), ": the CUDA backend does not implement it yet");
+#if LOCKSTEP_WITH_CUDA
+  cuda::global_avg_pool_backward(ctx.cuda()->compute_stream, dy.data(), dx.data(), dx.dim(0) * dx.dim(1),
+                                 dx.dim(2) * dx.dim(3), accumulate);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
 }
 
 }  // namespace lockstep::ops

@@ -1,9 +1,13 @@
 #pragma once
 // Element-wise comparison of a GPU result with the CPU reference:
-// |gpu - cpu| <= atol + rtol * |cpu|, reporting the first index that fails.
+// |gpu - cpu| <= atol + rtol * |cpu|, reporting the first index that fails;
+// and the scaled form used for reductions (convolutions, GEMMs, statistics),
+// whose rounding error follows the size of the terms summed rather than of
+// the result: |gpu - cpu| <= rtol * (|cpu| + rms(cpu)).
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace lockstep::testing {
@@ -15,6 +19,26 @@ inline void require_close(const std::vector<float>& gpu, const std::vector<float
     double tolerance = atol + rtol * std::fabs(cpu[i]);
     if (!(std::fabs(double(gpu[i]) - double(cpu[i])) <= tolerance)) {
       INFO("element " << i << " of " << gpu.size() << ": gpu " << gpu[i] << ", cpu " << cpu[i]);
+      REQUIRE(std::fabs(double(gpu[i]) - double(cpu[i])) <= tolerance);
+    }
+  }
+}
+
+inline double rms(const std::vector<float>& v) {
+  double sum = 0.0;
+  for (float x : v) sum += double(x) * double(x);
+  return v.empty() ? 0.0 : std::sqrt(sum / double(v.size()));
+}
+
+inline void require_close_scaled(const std::vector<float>& gpu, const std::vector<float>& cpu, double rtol,
+                                 const std::string& what) {
+  REQUIRE(gpu.size() == cpu.size());
+  const double floor = rms(cpu);
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    double tolerance = rtol * (std::fabs(cpu[i]) + floor);
+    if (!(std::fabs(double(gpu[i]) - double(cpu[i])) <= tolerance)) {
+      INFO(what << ": element " << i << " of " << gpu.size() << ": gpu " << gpu[i] << ", cpu " << cpu[i]
+                << " (rms " << floor << ", rtol " << rtol << ")");
       REQUIRE(std::fabs(double(gpu[i]) - double(cpu[i])) <= tolerance);
     }
   }

@@ -1,0 +1,285 @@
+// Batch normalisation kernels. Statistics: one block per (channel, run of
+// samples) sums its values in double (groups of threads sized to the plane
+// walk whole planes, so every thread works even on 4x4 planes and no value
+// needs an integer division), the block reduces in a fixed order, and
+// the runs' partial sums are added in run order by whoever needs the total.
+// Element-wise passes walk whole planes the same way, one channel each.
+#include "kernels/cuda/batchnorm_cuda.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/error.h"
+#include "kernels/bn_math.h"
+#include "kernels/cuda/launch_util.cuh"
+#include "kernels/elementwise_math.h"
+
+namespace lockstep::cuda {
+namespace {
+
+using detail::block_sum;
+using detail::kThreads;
+
+constexpr int64_t kTargetBlocks = 512;      // about four per SM on an H100
+constexpr int64_t kMinValuesPerBlock = 4096;
+
+// Runs per channel: enough blocks in all, at least kMinValuesPerBlock values
+// each, never more runs than samples. A pure function of the shape, so the
+// summation order (and the bits) never depends on the device.
+int64_t splits_for(int64_t n, int64_t channels, int64_t spatial) {
+  int64_t by_blocks = (kTargetBlocks + channels - 1) / channels;
+  int64_t by_work = std::max<int64_t>(1, n * spatial / kMinValuesPerBlock);
+  return std::max<int64_t>(1, std::min({by_blocks, by_work, n}));
+}
+
+struct Layout {
+  int64_t n, channels, spatial, splits;
+  int log2;  // threads per plane group (detail::for_each_in_planes)
+};
+
+// Calls f(flat offset) for every value of this block's (channel, run): each
+// group of threads walks whole planes of the run, so no value needs a division.
+template <typename F> __device__ void for_each_in_run(const Layout& l, F f) {
+  const int64_t c = blockIdx.x / l.splits, s = blockIdx.x % l.splits;
+  const int64_t first = l.n * s / l.splits, last = l.n * (s + 1) / l.splits;
+  const int size = 1 << l.log2;
+  const int lane = threadIdx.x & (size - 1);
+  const int64_t groups = static_cast<int64_t>(blockDim.x >> l.log2);
+  for (int64_t sample = first + (threadIdx.x >> l.log2); sample < last; sample += groups) {
+    const int64_t base = (sample * l.channels + c) * l.spatial;
+    for (int64_t j = lane; j < l.spatial; j += size) f(base + j);
+  }
+}
+
+// The channel's total over its runs, in run order (the same in every block).
+__device__ double channel_total(const double* partial, int64_t c, int64_t splits) {
+  double total = 0.0;
+  for (int64_t s = 0; s < splits; ++s) total += partial[c * splits + s];
+  return total;
+}
+
+__global__ void __launch_bounds__(kThreads) run_sums(const float* x, Layout l, double* partial) {
+  double acc = 0.0;
+  for_each_in_run(l, [&](int64_t o) { acc += x[o]; });
+  double total = block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+// Second pass: squared deviations from the channel mean of the first.
+__global__ void __launch_bounds__(kThreads)
+    run_square_deviations(const float* x, Layout l, const double* sums, double* partial) {
+  __shared__ double mean;
+  if (threadIdx.x == 0) {
+    const int64_t count = l.n * l.spatial;
+    mean = count > 0 ? channel_total(sums, blockIdx.x / l.splits, l.splits) / static_cast<double>(count) : 0.0;
+  }
+  __syncthreads();
+  const double m = mean;
+  double acc = 0.0;
+  for_each_in_run(l, [&](int64_t o) {
+    const double d = x[o] - m;
+    acc += d * d;
+  });
+  double total = block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+__global__ void finish_statistics(Layout l, const double* sums, const double* squares, float eps, float* batch_mean,
+                                  float* batch_var, float* saved_mean, float* saved_inv_std) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= l.channels) return;
+  const int64_t count = l.n * l.spatial;
+  const double mean = count > 0 ? channel_total(sums, c, l.splits) / static_cast<double>(count) : 0.0;
+  const float var = count > 0 ? static_cast<float>(channel_total(squares, c, l.splits) / static_cast<double>(count)) : 0.0f;
+  batch_mean[c] = saved_mean[c] = static_cast<float>(mean);
+  batch_var[c] = var;
+  saved_inv_std[c] = bn_inv_std(var, eps);
+}
+
+// The channel of plane p (= sample * channels + channel); planes fit 32 bits.
+__device__ __forceinline__ uint32_t channel_of(int64_t plane, uint32_t channels) {
+  return static_cast<uint32_t>(plane) % channels;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    normalize(const float* x, float* y, Layout l, const float* mean, const float* inv_std, const float* gamma,
+              const float* beta) {
+  const uint32_t channels = static_cast<uint32_t>(l.channels);
+  detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
+    const uint32_t c = channel_of(p, channels);
+    y[i] = bn_normalize(x[i], mean[c], inv_std[c], gamma[c], beta[c]);
+  });
+}
+
+__global__ void __launch_bounds__(kThreads)
+    normalize_eval(const float* x, float* y, Layout l, const float* running_mean, const float* running_var, float eps,
+                   const float* gamma, const float* beta) {
+  const uint32_t channels = static_cast<uint32_t>(l.channels);
+  detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
+    const uint32_t c = channel_of(p, channels);
+    y[i] = bn_normalize(x[i], running_mean[c], bn_inv_std(running_var[c], eps), gamma[c], beta[c]);
+  });
+}
+
+// sum(dy) and sum(dy * xhat) of a run, xhat formed in float as the CPU does.
+__global__ void __launch_bounds__(kThreads)
+    run_gradient_sums(const float* x, const float* dy, Layout l, const float* mean, const float* inv_std,
+                      double* partial_dy, double* partial_dy_xhat) {
+  const int64_t c = blockIdx.x / l.splits;
+  const float m = mean[c], inv = inv_std[c];
+  double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  for_each_in_run(l, [&](int64_t o) {
+    const double xhat = (x[o] - m) * inv;
+    sum_dy += dy[o];
+    sum_dy_xhat += dy[o] * xhat;
+  });
+  double a = block_sum(sum_dy);
+  double b = block_sum(sum_dy_xhat);
+  if (threadIdx.x == 0) {
+    partial_dy[blockIdx.x] = a;
+    partial_dy_xhat[blockIdx.x] = b;
+  }
+}
+
+__global__ void finish_gradient_sums(Layout l, const double* partial_dy, const double* partial_dy_xhat,
+                                     float* dgamma, float* dbeta, float* mean_dy, float* mean_dy_xhat) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= l.channels) return;
+  const double sum_dy = channel_total(partial_dy, c, l.splits);
+  const double sum_dy_xhat = channel_total(partial_dy_xhat, c, l.splits);
+  dbeta[c] = static_cast<float>(sum_dy);
+  dgamma[c] = static_cast<float>(sum_dy_xhat);
+  const double count = static_cast<double>(l.n * l.spatial);
+  mean_dy[c] = count > 0 ? static_cast<float>(sum_dy / count) : 0.0f;
+  mean_dy_xhat[c] = count > 0 ? static_cast<float>(sum_dy_xhat / count) : 0.0f;
+}
+
+template <bool Accumulate>
+__global__ void __launch_bounds__(kThreads)
+    input_gradient(const float* x, const float* dy, float* dx, Layout l, const float* mean, const float* inv_std,
+                   const float* gamma, const float* mean_dy, const float* mean_dy_xhat) {
+  const uint32_t channels = static_cast<uint32_t>(l.channels);
+  detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
+    const uint32_t c = channel_of(p, channels);
+    const float xhat = (x[i] - mean[c]) * inv_std[c];
+    float g = Accumulate ? dx[i] : 0.0f;
+    store_grad(g, bn_input_grad(dy[i], xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]), Accumulate);
+    dx[i] = g;
+  });
+}
+
+__global__ void finish_sums(Layout l, const double* partial, float* out) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < l.channels) out[c] = static_cast<float>(channel_total(partial, c, l.splits));
+}
+
+__global__ void update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,
+                               int64_t channels, int64_t values_per_channel, float momentum) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  running_mean[c] = bn_running_update(running_mean[c], mean[c], momentum);
+  running_var[c] = bn_running_update(running_var[c], bn_unbiased_var(biased_var[c], values_per_channel), momentum);
+}
+
+// Scratch: two double arrays of channels * splits, then two float arrays of channels.
+struct Scratch {
+  double* first;
+  double* second;
+  float* floats_a;
+  float* floats_b;
+};
+Scratch carve(void* scratch, const Layout& l) {
+  auto* d = static_cast<double*>(scratch);
+  const int64_t partials = l.channels * l.splits;
+  auto* f = reinterpret_cast<float*>(d + 2 * partials);
+  return {d, d + partials, f, f + l.channels};
+}
+
+Layout layout_for(int64_t n, int64_t channels, int64_t spatial) {
+  LS_CHECK(n * channels <= static_cast<int64_t>(UINT32_MAX), "batch norm of ", n, " samples of ", channels,
+           " channels: more planes than 32-bit indices reach");
+  return {n, channels, spatial, splits_for(n, channels, spatial), detail::plane_group_log2(spatial)};
+}
+
+unsigned plane_blocks(const Layout& l) { return detail::plane_grid(l.n * l.channels, l.log2); }
+
+unsigned run_blocks(const Layout& l) { return static_cast<unsigned>(l.channels * l.splits); }
+unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>((channels + kThreads - 1) / kThreads); }
+
+}  // namespace
+
+size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
+  Layout l = layout_for(n, channels, spatial);
+  size_t bytes = sizeof(double) * 2 * static_cast<size_t>(l.channels * l.splits) + sizeof(float) * 2 * channels;
+  return (bytes + 15) / 16 * 16;
+}
+
+void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                             float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
+                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch) {
+  if (channels <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  Scratch s = carve(scratch, l);
+  run_sums<<<run_blocks(l), kThreads, 0, stream>>>(x, l, s.first);
+  LS_CUDA_CHECK_LAUNCH("run_sums");
+  run_square_deviations<<<run_blocks(l), kThreads, 0, stream>>>(x, l, s.first, s.second);
+  LS_CUDA_CHECK_LAUNCH("run_square_deviations");
+  finish_statistics<<<channel_blocks(channels), kThreads, 0, stream>>>(l, s.first, s.second, eps, batch_mean,
+                                                                       batch_var, saved_mean, saved_inv_std);
+  LS_CUDA_CHECK_LAUNCH("finish_statistics");
+  if (n * spatial == 0) return;
+  normalize<<<plane_blocks(l), kThreads, 0, stream>>>(x, y, l, saved_mean, saved_inv_std, gamma, beta);
+  LS_CUDA_CHECK_LAUNCH("normalize");
+}
+
+void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                            const float* running_mean, const float* running_var, float eps, const float* gamma,
+                            const float* beta, float* y) {
+  if (n * channels * spatial <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  normalize_eval<<<plane_blocks(l), kThreads, 0, stream>>>(x, y, l, running_mean, running_var, eps, gamma, beta);
+  LS_CUDA_CHECK_LAUNCH("normalize_eval");
+}
+
+void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+                        int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
+                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch) {
+  if (channels <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  Scratch s = carve(scratch, l);
+  run_gradient_sums<<<run_blocks(l), kThreads, 0, stream>>>(x, dy, l, saved_mean, saved_inv_std, s.first, s.second);
+  LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
+  finish_gradient_sums<<<channel_blocks(channels), kThreads, 0, stream>>>(l, s.first, s.second, dgamma, dbeta,
+                                                                          s.floats_a, s.floats_b);
+  LS_CUDA_CHECK_LAUNCH("finish_gradient_sums");
+  if (!dx || n * spatial == 0) return;
+  if (accumulate)
+    input_gradient<true><<<plane_blocks(l), kThreads, 0, stream>>>(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
+                                                                     s.floats_a, s.floats_b);
+  else
+    input_gradient<false><<<plane_blocks(l), kThreads, 0, stream>>>(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
+                                                                      s.floats_a, s.floats_b);
+  LS_CUDA_CHECK_LAUNCH("input_gradient");
+}
+
+void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,
+                              const float* biased_var, int64_t channels, int64_t values_per_channel, float momentum) {
+  if (channels <= 0) return;
+  update_running<<<channel_blocks(channels), kThreads, 0, stream>>>(running_mean, running_var, mean, biased_var,
+                                                                    channels, values_per_channel, momentum);
+  LS_CUDA_CHECK_LAUNCH("update_running");
+}
+
+void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float* out,
+                  void* scratch) {
+  if (channels <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  Scratch s = carve(scratch, l);
+  run_sums<<<run_blocks(l), kThreads, 0, stream>>>(x, l, s.first);
+  LS_CUDA_CHECK_LAUNCH("run_sums");
+  finish_sums<<<channel_blocks(channels), kThreads, 0, stream>>>(l, s.first, out);
+  LS_CUDA_CHECK_LAUNCH("finish_sums");
+}
+
+}  // namespace lockstep::cuda

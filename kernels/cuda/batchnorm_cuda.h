@@ -1,0 +1,53 @@
+#pragma once
+// CUDA launchers of 2-D batch normalisation over [n, channels, spatial]
+// images (spatial = H * W), from the math of kernels/bn_math.h, with the
+// CPU reference's numerics (kernels/cpu/batchnorm_cpu.h): the statistics in
+// two passes with double accumulators (the variance around the mean, so a
+// channel whose mean is large against its spread keeps its variance), and
+// the gradient sums in double. Reductions run in a fixed order, so the same
+// inputs give the same bits on every run and every replica.
+//
+// Each channel's values are cut into `splits` runs of whole samples, one
+// block per (channel, run), whose partial sums the next kernel adds in run
+// order: enough blocks to fill the GPU even with few channels.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lockstep::cuda {
+
+// Device scratch (bytes) the statistics and gradient launchers need for this
+// shape; the caller passes at least this much, 16-byte aligned.
+size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial);
+
+// Mean and biased variance per channel (written to mean/var and to
+// saved_mean, with saved_inv_std = 1/sqrt(var + eps)), then
+// y = gamma * (x - mean) * inv_std + beta. An empty batch gives mean = var = 0.
+void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                             float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
+                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch);
+
+// Inference with the running statistics.
+void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                            const float* running_mean, const float* running_var, float eps, const float* gamma,
+                            const float* beta, float* y);
+
+// dgamma = sum(dy * xhat), dbeta = sum(dy) per channel (written); when dx is
+// not null, the batch-statistics input gradient written (or added when
+// `accumulate`).
+void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+                        int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
+                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch);
+
+// running = (1 - momentum) * running + momentum * value, for the mean and the
+// unbiased variance (bn_unbiased_var).
+void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,
+                              const float* biased_var, int64_t channels, int64_t values_per_channel, float momentum);
+
+// out[c] = the sum over n and spatial of x (a convolution's bias gradient),
+// summed in double in a fixed order; scratch as batchnorm_scratch_bytes.
+void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float* out,
+                  void* scratch);
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,132 @@
+// Element-wise sums and copies (a float4 per thread when every pointer is
+// 16-byte aligned, a float otherwise), bias broadcasts and fixed-order sums.
+#include "kernels/cuda/tensor_ops_cuda.h"
+
+#include <climits>
+#include <cstdint>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/error.h"
+#include "kernels/cuda/launch_util.cuh"
+#include "kernels/elementwise_math.h"
+
+namespace lockstep::cuda {
+namespace {
+
+using detail::aligned16;
+using detail::grid_for;
+using detail::kThreads;
+
+__device__ __forceinline__ float4 operator+(float4 a, float4 b) {
+  return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+// Grid-stride over float4s; the first thread of the grid also does the 1-3
+// trailing floats.
+__global__ void add_vec(const float* a, const float* b, float* y, int64_t n) {
+  const int64_t n4 = n / 4;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = first; i < n4; i += step)
+    reinterpret_cast<float4*>(y)[i] = reinterpret_cast<const float4*>(a)[i] + reinterpret_cast<const float4*>(b)[i];
+  if (first == 0)
+    for (int64_t e = n4 * 4; e < n; ++e) y[e] = a[e] + b[e];
+}
+
+__global__ void add_scalar(const float* a, const float* b, float* y, int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) y[i] = a[i] + b[i];
+}
+
+__global__ void add_channel_bias_kernel(float* y, const float* bias, int64_t planes, int64_t spatial, int log2,
+                                        uint32_t channels) {
+  detail::for_each_in_planes(planes, spatial, log2,
+                             [&](int64_t p, int64_t i) { y[i] += bias[static_cast<uint32_t>(p) % channels]; });
+}
+
+__global__ void fill_rows_kernel(float* y, const float* bias, int64_t total, int64_t cols) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step)
+    y[i] = bias[i % cols];
+}
+
+// One thread per column: reads across a row are coalesced, rows go in order.
+__global__ void column_sums_kernel(const float* x, int64_t rows, int64_t cols, float* out) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  double sum = 0.0;
+  for (int64_t r = 0; r < rows; ++r) sum += x[r * cols + c];
+  out[c] = static_cast<float>(sum);
+}
+
+struct SourceList {
+  const float* at[kMaxSummedBuffers];
+};
+
+__global__ void sum_buffers_kernel(SourceList srcs, int count, float* dst, int64_t begin, int64_t end) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = begin + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < end; i += step) {
+    float sum = srcs.at[0][i];
+    for (int r = 1; r < count; ++r) sum += srcs.at[r][i];
+    dst[i] = sum;
+  }
+}
+
+}  // namespace
+
+void add(cudaStream_t stream, const float* a, const float* b, float* y, int64_t n) {
+  if (n <= 0) return;
+  if (aligned16(a) && aligned16(b) && aligned16(y)) {
+    add_vec<<<grid_for(n / 4 + 1), kThreads, 0, stream>>>(a, b, y, n);
+    LS_CUDA_CHECK_LAUNCH("add_vec");
+  } else {
+    add_scalar<<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n);
+    LS_CUDA_CHECK_LAUNCH("add_scalar");
+  }
+}
+
+void copy_or_add(cudaStream_t stream, const float* src, float* dst, int64_t n, bool accumulate) {
+  if (n <= 0) return;
+  if (!accumulate) {
+    if (src != dst) LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  add(stream, dst, src, dst, n);  // element i reads only element i: src == dst is fine
+}
+
+void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t n, int64_t channels,
+                      int64_t spatial) {
+  const int64_t planes = n * channels;
+  if (planes * spatial <= 0) return;
+  LS_CHECK(planes <= static_cast<int64_t>(UINT32_MAX), "add_channel_bias: ", planes, " planes are too many");
+  const int log2 = detail::plane_group_log2(spatial);
+  add_channel_bias_kernel<<<detail::plane_grid(planes, log2), kThreads, 0, stream>>>(
+      y, bias, planes, spatial, log2, static_cast<uint32_t>(channels));
+  LS_CUDA_CHECK_LAUNCH("add_channel_bias");
+}
+
+void fill_rows(cudaStream_t stream, float* y, const float* bias, int64_t rows, int64_t cols) {
+  const int64_t total = rows * cols;
+  if (total <= 0) return;
+  fill_rows_kernel<<<grid_for(total), kThreads, 0, stream>>>(y, bias, total, cols);
+  LS_CUDA_CHECK_LAUNCH("fill_rows");
+}
+
+void column_sums(cudaStream_t stream, const float* x, int64_t rows, int64_t cols, float* out) {
+  if (cols <= 0) return;
+  column_sums_kernel<<<static_cast<unsigned>((cols + kThreads - 1) / kThreads), kThreads, 0, stream>>>(x, rows, cols,
+                                                                                                      out);
+  LS_CUDA_CHECK_LAUNCH("column_sums");
+}
+
+void sum_buffers(cudaStream_t stream, const float* const* srcs, int count, float* dst, int64_t begin, int64_t end) {
+  LS_CHECK(count >= 1 && count <= kMaxSummedBuffers, "sum_buffers: ", count, " buffers, at most ",
+           kMaxSummedBuffers);
+  if (end <= begin) return;
+  SourceList list{};
+  for (int r = 0; r < count; ++r) list.at[r] = srcs[r];
+  sum_buffers_kernel<<<grid_for(end - begin), kThreads, 0, stream>>>(list, count, dst, begin, end);
+  LS_CUDA_CHECK_LAUNCH("sum_buffers");
+}
+
+}  // namespace lockstep::cuda

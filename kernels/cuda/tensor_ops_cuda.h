@@ -1,0 +1,31 @@
+#pragma once
+// CUDA launchers of the summing, copying and broadcasting kernels behind the
+// add and flatten layers, the bias terms of convolution and linear layers,
+// and the local all-reduce of replicas that share one GPU. Each takes the
+// stream first and queues its work there.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace lockstep::cuda {
+
+// y = a + b over n elements.
+void add(cudaStream_t stream, const float* a, const float* b, float* y, int64_t n);
+// dst = src (a stream-ordered copy), or dst += src when `accumulate`; src may be dst.
+void copy_or_add(cudaStream_t stream, const float* src, float* dst, int64_t n, bool accumulate);
+
+// y[i, c, s] += bias[c] over y [n, channels, spatial] (a convolution's bias).
+void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t n, int64_t channels,
+                      int64_t spatial);
+// y[i, :] = bias for every row of y [rows, cols] (preloaded before a GEMM that adds onto it).
+void fill_rows(cudaStream_t stream, float* y, const float* bias, int64_t rows, int64_t cols);
+// out[c] = the sum over rows of x[r, c], x [rows, cols]; in double, rows in order.
+void column_sums(cudaStream_t stream, const float* x, int64_t rows, int64_t cols, float* out);
+
+// The most buffers sum_buffers takes in one call.
+constexpr int kMaxSummedBuffers = 64;
+// dst[i] = srcs[0][i] + srcs[1][i] + ... in that order, for i in [begin, end):
+// the same bits whichever rank runs it.
+void sum_buffers(cudaStream_t stream, const float* const* srcs, int count, float* dst, int64_t begin, int64_t end);
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,201 @@
+// Op-level behaviour of the CUDA backend beyond agreement with the CPU:
+// descriptor and algorithm caching per shape, deterministic algorithms,
+// TF32, workspace limits, empty batches, the running-statistics update,
+// stream-ordered copies and the local sum kernel.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "engine/cuda/cuda_context.h"
+#include "engine/cuda/cudnn_plans.h"
+#include "engine/ops/batchnorm.h"
+#include "engine/ops/conv.h"
+#include "engine/ops/linear.h"
+#include "gpu_compare.h"
+#include "kernels/cuda/tensor_ops_cuda.h"
+#include "support/layer_harness.h"
+
+using namespace lockstep;
+using lockstep::testing::random_tensor;
+using lockstep::testing::random_values;
+using lockstep::testing::require_close;
+using lockstep::testing::require_close_scaled;
+
+namespace {
+
+struct ConvCase {
+  Tensor x, w, y, dx, dw;
+};
+
+ConvCase make_conv(Device d, int64_t batch) {
+  ConvCase c;
+  c.x = random_tensor(Shape{batch, 6, 13, 11}, 1, -1.0f, 1.0f, d);
+  c.w = random_tensor(Shape{10, 6, 3, 3}, 2, -1.0f, 1.0f, d);
+  c.y = Tensor::empty(Shape{batch, 10, 7, 6}, d);
+  c.dx = Tensor::empty(c.x.shape(), d);
+  c.dw = Tensor::empty(c.w.shape(), d);
+  return c;
+}
+
+void run_conv(Context& ctx, ConvCase& c) {
+  ops::conv2d_forward(ctx, c.x, c.w, nullptr, c.y, 2, 1);
+  ops::conv2d_backward_data(ctx, c.y, c.w, c.dx, 2, 1, false);
+  ops::conv2d_backward_filter(ctx, c.x, c.y, c.dw, 2, 1);
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("gpu convolution plans are made once per full shape", "[gpu][conv]") {
+  Context ctx(Device::cuda(0));
+  CudnnPlans& plans = *ctx.cuda()->plans;
+  ConvCase a = make_conv(Device::cuda(0), 4);
+  run_conv(ctx, a);
+  REQUIRE(plans.conv_plan_count() == 1);
+  run_conv(ctx, a);
+  REQUIRE(plans.conv_plan_count() == 1);
+  ConvCase b = make_conv(Device::cuda(0), 3);  // another batch: another plan
+  run_conv(ctx, b);
+  REQUIRE(plans.conv_plan_count() == 2);
+  ctx.synchronize();
+}
+
+TEST_CASE("gpu deterministic convolutions repeat bit for bit", "[gpu][conv]") {
+  ContextOptions options;
+  options.deterministic = true;
+  Context ctx(Device::cuda(0), options);
+  ConvCase c = make_conv(Device::cuda(0), 5);
+  run_conv(ctx, c);
+  auto y = c.y.to_vector(), dx = c.dx.to_vector(), dw = c.dw.to_vector();
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    run_conv(ctx, c);
+    REQUIRE(same_bits(c.y.to_vector(), y));
+    REQUIRE(same_bits(c.dx.to_vector(), dx));
+    REQUIRE(same_bits(c.dw.to_vector(), dw));
+  }
+}
+
+TEST_CASE("gpu convolution runs without any workspace", "[gpu][conv]") {
+  ContextOptions options;
+  options.workspace_limit_bytes = 0;
+  Context ctx(Device::cuda(0), options);
+  Context cpu(Device::cpu());
+  ConvCase g = make_conv(Device::cuda(0), 2), c = make_conv(Device::cpu(), 2);
+  run_conv(ctx, g);
+  run_conv(cpu, c);
+  require_close_scaled(g.y.to_vector(), c.y.to_vector(), 1e-4, "output");
+  require_close_scaled(g.dx.to_vector(), c.dx.to_vector(), 1e-4, "input gradient");
+  require_close_scaled(g.dw.to_vector(), c.dw.to_vector(), 1e-4, "weight gradient");
+  REQUIRE(ctx.cuda()->workspace_bytes() == 0);
+}
+
+TEST_CASE("gpu convolution and linear with TF32 allowed stay near FP32", "[gpu][conv][linear]") {
+  ContextOptions options;
+  options.allow_tf32 = true;
+  Context ctx(Device::cuda(0), options);
+  Context cpu(Device::cpu());
+  ConvCase g = make_conv(Device::cuda(0), 4), c = make_conv(Device::cpu(), 4);
+  run_conv(ctx, g);
+  run_conv(cpu, c);
+  // TF32 keeps 10 mantissa bits: about 1e-3 relative per product.
+  require_close_scaled(g.y.to_vector(), c.y.to_vector(), 1e-2, "output");
+  require_close_scaled(g.dw.to_vector(), c.dw.to_vector(), 1e-2, "weight gradient");
+
+  Tensor x = random_tensor(Shape{9, 70}, 3), w = random_tensor(Shape{11, 70}, 4);
+  Tensor y = Tensor::empty(Shape{9, 11}), gy = Tensor::empty(Shape{9, 11}, Device::cuda(0));
+  ops::linear_forward(cpu, x, w, nullptr, y);
+  ops::linear_forward(ctx, x.to(Device::cuda(0)), w.to(Device::cuda(0)), nullptr, gy);
+  require_close_scaled(gy.to_vector(), y.to_vector(), 1e-2, "linear output");
+}
+
+TEST_CASE("gpu ops take an empty batch", "[gpu][conv][linear]") {
+  Context ctx(Device::cuda(0));
+  Device d = Device::cuda(0);
+  Tensor x = Tensor::empty(Shape{0, 3, 5, 5}, d), w = random_tensor(Shape{4, 3, 3, 3}, 5, -1.0f, 1.0f, d);
+  Tensor y = Tensor::empty(Shape{0, 4, 5, 5}, d);
+  Tensor dw = random_tensor(Shape{4, 3, 3, 3}, 6, -1.0f, 1.0f, d), db = random_tensor(Shape{4}, 7, -1.0f, 1.0f, d);
+  ops::conv2d_forward(ctx, x, w, nullptr, y, 1, 1);
+  ops::conv2d_backward_filter(ctx, x, y, dw, 1, 1);
+  ops::conv2d_backward_bias(ctx, y, db);
+  for (float v : dw.to_vector()) REQUIRE(v == 0.0f);
+  for (float v : db.to_vector()) REQUIRE(v == 0.0f);
+
+  Tensor lx = Tensor::empty(Shape{0, 6}, d), lw = random_tensor(Shape{2, 6}, 8, -1.0f, 1.0f, d);
+  Tensor ldy = Tensor::empty(Shape{0, 2}, d), ldw = random_tensor(Shape{2, 6}, 9, -1.0f, 1.0f, d);
+  Tensor ldb = random_tensor(Shape{2}, 10, -1.0f, 1.0f, d);
+  ops::linear_backward_weight(ctx, lx, ldy, ldw);
+  ops::linear_backward_bias(ctx, ldy, ldb);
+  for (float v : ldw.to_vector()) REQUIRE(v == 0.0f);
+  for (float v : ldb.to_vector()) REQUIRE(v == 0.0f);
+}
+
+TEST_CASE("gpu running-statistics update equals the cpu reference", "[gpu][batchnorm][handwritten]") {
+  Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0));
+  const int64_t c = 7;
+  for (int64_t values : {int64_t(1), int64_t(0), int64_t(50)}) {
+    INFO(values << " values per channel");
+    BatchNormState cpu_state, gpu_state;
+    cpu_state.momentum = gpu_state.momentum = 0.3f;
+    cpu_state.running_mean = random_tensor(Shape{c}, 1);
+    cpu_state.running_var = random_tensor(Shape{c}, 2, 0.5f, 2.0f);
+    gpu_state.running_mean = cpu_state.running_mean.to(Device::cuda(0));
+    gpu_state.running_var = cpu_state.running_var.to(Device::cuda(0));
+    Tensor mean = random_tensor(Shape{c}, 3), var = random_tensor(Shape{c}, 4, 0.0f, 3.0f);
+    ops::batchnorm_update_running(cpu_ctx, cpu_state, mean, var, values);
+    ops::batchnorm_update_running(gpu_ctx, gpu_state, mean.to(Device::cuda(0)), var.to(Device::cuda(0)), values);
+    require_close(gpu_state.running_mean.to_vector(), cpu_state.running_mean.to_vector(), 1e-6, 1e-7);
+    require_close(gpu_state.running_var.to_vector(), cpu_state.running_var.to_vector(), 1e-6, 1e-7);
+  }
+}
+
+TEST_CASE("gpu batch statistics of an empty batch are zero", "[gpu][batchnorm][handwritten]") {
+  Context ctx(Device::cuda(0));
+  Device d = Device::cuda(0);
+  Tensor x = Tensor::empty(Shape{0, 3, 4, 4}, d), y = Tensor::empty(Shape{0, 3, 4, 4}, d);
+  Tensor gamma = random_tensor(Shape{3}, 1, -1.0f, 1.0f, d), beta = random_tensor(Shape{3}, 2, -1.0f, 1.0f, d);
+  Tensor m = random_tensor(Shape{3}, 3, -1.0f, 1.0f, d), v = random_tensor(Shape{3}, 4, -1.0f, 1.0f, d);
+  Tensor sm = Tensor::empty(Shape{3}, d), si = Tensor::empty(Shape{3}, d);
+  ops::batchnorm_forward_train(ctx, x, gamma, beta, 1e-5f, y, m, v, sm, si);
+  for (float value : m.to_vector()) REQUIRE(value == 0.0f);
+  for (float value : v.to_vector()) REQUIRE(value == 0.0f);
+}
+
+TEST_CASE("context copies and fills run on the compute stream", "[gpu][context]") {
+  Context ctx(Device::cuda(0));
+  std::vector<float> values = random_values(1000, 1);
+  Tensor host = Tensor::from_vector(Shape{1000}, values);
+  Tensor device = Tensor::empty(Shape{1000}, Device::cuda(0));
+  ctx.copy(host, device);
+  Tensor back = Tensor::empty(Shape{1000});
+  ctx.copy(device, back);
+  ctx.synchronize();
+  REQUIRE(same_bits(back.to_vector(), values));
+  ctx.zero(device);
+  ctx.synchronize();
+  for (float v : device.to_vector()) REQUIRE(v == 0.0f);
+  Tensor wrong = Tensor::empty(Shape{999}, Device::cuda(0));
+  REQUIRE_THROWS_WITH(ctx.copy(host, wrong), Catch::Contains("copy of [1000]"));
+}
+
+TEST_CASE("the local sum kernel adds buffers in rank order", "[gpu][tensor_ops][handwritten]") {
+  Context ctx(Device::cuda(0));
+  const int64_t n = 1001;
+  std::vector<Tensor> buffers;
+  std::vector<std::vector<float>> host;
+  for (int r = 0; r < 3; ++r) {
+    host.push_back(random_values(n, 10 + r, -1e3f, 1e3f));
+    buffers.push_back(Tensor::from_vector(Shape{n}, host.back(), Device::cuda(0)));
+  }
+  Tensor out = Tensor::zeros(Shape{n}, Device::cuda(0));
+  std::vector<const float*> srcs = {buffers[0].data(), buffers[1].data(), buffers[2].data()};
+  cuda::sum_buffers(ctx.cuda()->compute_stream, srcs.data(), 3, out.data(), 100, n);
+  ctx.synchronize();
+  std::vector<float> got = out.to_vector();
+  for (int64_t i = 0; i < n; ++i) {
+    float expected = i < 100 ? 0.0f : (host[0][i] + host[1][i]) + host[2][i];
+    REQUIRE(got[i] == expected);
+  }
+}

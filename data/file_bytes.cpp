@@ -1,11 +1,15 @@
 #include "data/file_bytes.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 
 #include "engine/error.h"
 
@@ -41,6 +45,32 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, const std::string&
   bytes.resize(filled);
   bytes.shrink_to_fit();
   return bytes;
+}
+
+void read_plain_file(const std::string& path, std::vector<uint8_t>& bytes, const std::string& what) {
+  // errno through error_code: strerror is not thread-safe, and loader threads read side by side.
+  auto reason = [] { return std::error_code(errno, std::generic_category()).message(); };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  LS_CHECK(fd >= 0, what, " ", path, ": cannot open (", reason(), ")");
+  struct stat info {};
+  const size_t expected = ::fstat(fd, &info) == 0 && info.st_size > 0 ? static_cast<size_t>(info.st_size) : 0;
+  // One byte beyond the size, so a file that grew since is still read to its end.
+  bytes.resize(expected + 1);
+  size_t filled = 0;
+  for (;;) {
+    if (filled == bytes.size()) bytes.resize(bytes.size() * 2);
+    const ssize_t got = ::read(fd, bytes.data() + filled, bytes.size() - filled);
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = reason();
+      ::close(fd);
+      LS_FAIL(what, " ", path, ": cannot read (", why, ")");
+    }
+    filled += static_cast<size_t>(got);
+  }
+  ::close(fd);
+  bytes.resize(filled);
 }
 
 bool is_file(const std::string& path) {

@@ -5,9 +5,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
 
+#include "data/file_bytes.h"
+#include "data/image_resize.h"
+#include "data/jpeg_decode.h"
 #include "engine/error.h"
 
 namespace lockstep::data {
@@ -51,12 +56,19 @@ std::vector<std::string> list_images(const fs::path& class_dir) {
   return images;
 }
 
-// Empty when the image's header is readable; otherwise why not, naming the file.
+// Empty when the image's header is readable; otherwise why not, naming the
+// file. stb_image reads only the start of the file; a JPEG that it refuses
+// (arithmetic coding, 12 bits) is read whole and asked of libjpeg-turbo.
 std::string check_header(const std::string& path) {
   if (is_zero_byte(path)) return "zero-byte image " + path;
   int w = 0, h = 0, n = 0;
-  if (!stbi_info(path.c_str(), &w, &h, &n)) return "cannot decode image " + path + " (" + failure_reason() + ")";
-  return "";
+  if (stbi_info(path.c_str(), &w, &h, &n)) return "";
+  const std::string reason = failure_reason();
+  std::vector<uint8_t> bytes;
+  read_plain_file(path, bytes, "image");
+  if (!is_jpeg(bytes.data(), bytes.size())) return "cannot decode image " + path + " (" + reason + ")";
+  const std::string problem = jpeg_header_problem(bytes.data(), bytes.size());
+  return problem.empty() ? "" : "cannot decode image " + path + " (" + problem + ")";
 }
 
 }  // namespace
@@ -71,37 +83,49 @@ void decode_image(const std::string& path, int64_t channels, int64_t height, int
   LS_CHECK(channels == 1 || channels == 3, "decode_image ", path, ": channels must be 1 (grey) or 3 (RGB), not ",
            channels);
   LS_CHECK(height > 0 && width > 0, "decode_image ", path, ": target size ", height, "x", width);
-  int w = 0, h = 0, n = 0;
   const int c = static_cast<int>(channels);
-  stbi_uc* pixels = stbi_load(path.c_str(), &w, &h, &n, c);
-  if (pixels == nullptr) {
-    const std::string reason = failure_reason();
-    LS_CHECK(!is_zero_byte(path), "zero-byte image ", path);
-    LS_FAIL("cannot decode image ", path, " (", reason, ")");
+  thread_local std::vector<uint8_t> bytes;
+  read_plain_file(path, bytes, "image");
+  LS_CHECK(!bytes.empty(), "zero-byte image ", path);
+  thread_local std::vector<uint8_t> jpeg_pixels;
+  std::optional<JpegDecoded> jpeg;
+  if (is_jpeg(bytes.data(), bytes.size()))
+    jpeg = decode_jpeg(path, bytes.data(), bytes.size(), channels, height, width, jpeg_pixels);
+  std::unique_ptr<stbi_uc, void (*)(void*)> stb_pixels(nullptr, stbi_image_free);
+  PixelsHWC image{nullptr, 0, 0, channels, 0};
+  if (jpeg) {
+    image.data = jpeg_pixels.data();
+    image.height = jpeg->height;
+    image.width = jpeg->width;
+    image.content_height = jpeg->full_height * jpeg->scale.num;
+    image.content_width = jpeg->full_width * jpeg->scale.num;
+    image.content_denom = jpeg->scale.denom;
+  } else {
+    int w = 0, h = 0, n = 0;
+    stb_pixels.reset(stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, c));
+    LS_CHECK(stb_pixels != nullptr, "cannot decode image ", path, " (", failure_reason(), ")");
+    image = PixelsHWC{stb_pixels.get(), h, w, channels, 0};
   }
-  std::unique_ptr<stbi_uc, void (*)(void*)> owned(pixels, stbi_image_free);
-  // stb gives interleaved rows (HWC); the resize keeps that layout.
-  const size_t plane = static_cast<size_t>(height * width);
-  std::vector<uint8_t> resized;
-  const uint8_t* hwc = pixels;
-  if (w != width || h != height) {
-    resized.resize(plane * c);
-    // Shrinking averages the covered area (box), enlarging interpolates
-    // (Catmull-Rom, stb's default); stb's triangle filter is avoided: its
-    // version in Debian asserts (aborts) on many ratios, e.g. 197 -> 127.
-    auto filter = [](int from, int64_t to) { return to < from ? STBIR_FILTER_BOX : STBIR_FILTER_CATMULLROM; };
-    const int ok = stbir_resize(pixels, w, h, 0, resized.data(), static_cast<int>(width), static_cast<int>(height), 0,
-                                STBIR_TYPE_UINT8, c, STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP,
-                                filter(w, width), filter(h, height), STBIR_COLORSPACE_LINEAR, nullptr);
-    LS_CHECK(ok, "image ", path, ": resizing ", w, "x", h, " to ", width, "x", height, " failed");
-    hwc = resized.data();
-  }
-  if (c == 1) {
-    std::memcpy(out, hwc, plane);
+  image.stride = image.width * channels;
+  // The content is at least the target size whenever the JPEG was scaled down.
+  if (image.width >= width && image.height >= height) {
+    shrink_area(image, height, width, out);
     return;
   }
+  // Enlarging interpolates (Catmull-Rom, stb's default), and an axis that
+  // shrinks meanwhile averages (box); stb's triangle filter is avoided: its
+  // version in Debian asserts (aborts) on many ratios, e.g. 197 -> 127.
+  const size_t plane = static_cast<size_t>(height * width);
+  std::vector<uint8_t> resized(plane * c);
+  auto filter = [](int64_t from, int64_t to) { return to < from ? STBIR_FILTER_BOX : STBIR_FILTER_CATMULLROM; };
+  const int ok =
+      stbir_resize(image.data, static_cast<int>(image.width), static_cast<int>(image.height), 0, resized.data(),
+                   static_cast<int>(width), static_cast<int>(height), 0, STBIR_TYPE_UINT8, c, STBIR_ALPHA_CHANNEL_NONE,
+                   0, STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, filter(image.width, width), filter(image.height, height),
+                   STBIR_COLORSPACE_LINEAR, nullptr);
+  LS_CHECK(ok, "image ", path, ": resizing ", image.width, "x", image.height, " to ", width, "x", height, " failed");
   for (size_t p = 0; p < plane; ++p)
-    for (int ch = 0; ch < c; ++ch) out[ch * plane + p] = hwc[p * c + ch];
+    for (int ch = 0; ch < c; ++ch) out[ch * plane + p] = resized[p * c + ch];
 }
 
 void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out) {

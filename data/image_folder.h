@@ -1,9 +1,11 @@
 #pragma once
 // An image folder in PyTorch's ImageFolder layout: ROOT/<class>/<image>, one
 // sub-folder per class, class names (and so labels) from the sorted sub-folder
-// names. JPEG, PNG, BMP and GIF files are decoded with stb_image on demand,
-// converted to grey or RGB and resized to the model's input size; hidden
-// entries and files of other types are ignored.
+// names. Images are decoded on demand, straight to grey or RGB (JPEG with
+// libjpeg-turbo at the smallest DCT scale that still covers the input size;
+// PNG, BMP and GIF with stb_image), then shrunk by area averaging or enlarged
+// by stb's resizer to the model's input size; hidden entries and files of
+// other types are ignored.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -64,7 +66,8 @@ bool is_image_file_name(const std::string& name);
 
 // Decodes the image at `path`, converts it to `channels` (1 grey, 3 RGB) and
 // resizes it to height x width: channel-major bytes in `out`. Throws
-// lockstep::Error naming the file when it is empty or cannot be decoded.
+// lockstep::Error naming the file when it is empty, cannot be decoded, or
+// (JPEG) is cut short.
 void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out);
 // The same as floats in [0, 1] (what `lockstep predict` feeds a model).
 void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out);

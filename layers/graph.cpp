@@ -116,6 +116,9 @@ std::vector<BatchNormState*> Graph::batch_norms() {
 
 void Graph::ensure_capacity(int64_t batch) {
   if (batch <= capacity_) return;
+  // Free the old buffers first (peak memory); if an allocation below fails,
+  // capacity 0 makes the next call allocate again instead of using a hole.
+  capacity_ = 0;
   for (Node& node : nodes_) {
     node.output = Tensor();
     node.grad = Tensor();
@@ -159,10 +162,10 @@ StepMetrics Graph::train_step(Context& ctx, const Tensor& images, const Tensor& 
   int64_t batch = images.dim(0);
   if (batch == 0) {
     // An empty slice still takes part: zero gradients and zero-weight statistics.
-    arenas_.grads.zero();
+    ctx.zero(arenas_.grads);
     for (BatchNormState* bn : batch_norms()) {
-      bn->batch_mean.zero();
-      bn->batch_var.zero();
+      ctx.zero(bn->batch_mean);
+      ctx.zero(bn->batch_var);
       bn->values_per_channel = 0;
     }
     if (on_grad_ready) on_grad_ready(0);
@@ -223,7 +226,7 @@ Tensor Graph::logits(Context& ctx, const Tensor& images) {
   Tensor out = Tensor::empty(Shape{images.dim(0), num_classes_}, device_);
   if (images.dim(0) == 0) return out;
   forward_all(ctx, images, Mode::eval);
-  out.copy_from(nodes_.back().output.batch_slice(0, images.dim(0)));
+  ctx.copy(nodes_.back().output.batch_slice(0, images.dim(0)), out);
   return out;
 }
 

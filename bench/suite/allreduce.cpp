@@ -99,7 +99,8 @@ SuiteResult run_allreduce(const Options& given) {
       for (int64_t bytes : sizes) {
         // Enough iterations for a steady figure, fewer for the big messages.
         const int64_t budget = o.quick ? (int64_t(256) << 20) : (int64_t(1) << 30);
-        const int iterations = static_cast<int>(std::clamp<int64_t>(budget / bytes, 5, o.quick ? 50 : 200));
+        const int iterations = o.steps > 0 ? o.steps
+                                           : static_cast<int>(std::clamp<int64_t>(budget / bytes, 5, o.quick ? 50 : 200));
         const int warmup = bytes >= (int64_t(256) << 20) ? 1 : 2;
         std::fprintf(stderr, "allreduce: %d ranks, %s ...\n", n, human_bytes(double(bytes)).c_str());
         LocalCommunicator comm(n);
@@ -143,6 +144,8 @@ SuiteResult run_allreduce(const Options& given) {
   result.notes.push_back("LocalCommunicator: ranks are threads of this process; each sums its share of the elements "
                          "over all ranks and copies the result back, so busbw here measures host memory traffic");
   if (gpus_selected < 2 && cuda_device_count() < 2) result.notes.push_back(nccl_gap);
+
+  note_unused(o, {"--model", "--batch", "--batches", "--epochs"}, result);
 
   PlotSpec spec{"all-reduce bus bandwidth against message size", "message size (bytes)", "busbw (GB/s)"};
   spec.logx = true;

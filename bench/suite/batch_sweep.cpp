@@ -21,7 +21,7 @@ SuiteResult run_batch_sweep(const Options& given) {
   LS_CHECK(!gpu || !std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); }),
            "batch-sweep runs on GPUs or on the CPU, not both: pick one with --devices");
   if (o.model.empty()) o.model = gpu ? "vgg11-bn" : "mlp";
-  if (o.batches.empty()) o.batches = {16, 32, 64, 96, 128, 256};
+  if (o.batches.empty()) o.batches = o.batch > 0 ? std::vector<int64_t>{o.batch} : std::vector<int64_t>{16, 32, 64, 96, 128, 256};
   if (o.epochs == 0) o.epochs = o.quick ? 1 : (gpu ? 3 : 2);
   if (o.limit < 0) o.limit = o.quick ? 2048 : 0;
   if (o.test_limit < 0) o.test_limit = o.quick ? 1000 : 0;
@@ -36,12 +36,12 @@ SuiteResult run_batch_sweep(const Options& given) {
                                             : fmt("%d GPUs", replicas);
 
   SuiteResult result;
-  result.title = fmt("batch-sweep: %s on %s%s, %d epoch(s), lr %g constant; 1 replica on %s against %s",
+  result.title = fmt("batch-sweep: %s on %s%s, %d epoch(s), lr %g x batch/128 constant; 1 replica on %s against %s",
                      o.model.c_str(), o.data.c_str(),
                      o.limit > 0 ? fmt(" (first %lld samples, evenly spread)", static_cast<long long>(o.limit)).c_str() : "",
                      o.epochs, o.lr, devices[0].str().c_str(), all_label.c_str());
   result.settings = {{"model", o.model},   {"data", o.data},       {"limit", o.limit},
-                     {"test_limit", o.test_limit}, {"epochs", o.epochs}, {"lr", o.lr},
+                     {"test_limit", o.test_limit}, {"epochs", o.epochs}, {"lr_at_batch_128", o.lr},
                      {"batches", o.batches}, {"one", devices[0].str()}, {"all", device_list(all)},
                      {"same_device", same_device}, {"threads", cpu_threads(o)}, {"quick", o.quick}};
   result.table = Table({"mini-batch", "1 replica: epoch s", "1 replica: images/s", "1 replica: test acc",
@@ -59,9 +59,12 @@ SuiteResult run_batch_sweep(const Options& given) {
       json r = run_child("_train", {"--replica-devices", device_list(replica_devices), "--model", o.model, "--data",
                                     o.data, "--limit", std::to_string(o.limit), "--test-limit",
                                     std::to_string(o.test_limit), "--epochs", std::to_string(o.epochs), "--batch",
-                                    std::to_string(b), "--lr", fmt("%g", o.lr), "--threads",
+                                    std::to_string(b), "--lr", fmt("%g", o.lr * b / 128.0), "--threads",
                                     std::to_string(cpu_threads(o))});
-      json row{{"batch", b}, {"replicas", replica_devices.size()}, {"replica_devices", device_list(replica_devices)}};
+      json row{{"batch", b},
+               {"replicas", replica_devices.size()},
+               {"replica_devices", device_list(replica_devices)},
+               {"lr", o.lr * b / 128.0}};
       if (failed(r)) {
         row["error"] = r["error"];
         cells.insert(cells.end(), {"failed", "", r["error"].get<std::string>().substr(0, 80)});
@@ -92,6 +95,13 @@ SuiteResult run_batch_sweep(const Options& given) {
                          std::string(o.test_limit > 0 ? fmt(" (first %lld samples, evenly spread)",
                                                             static_cast<long long>(o.test_limit))
                                                       : ""));
+  result.notes.push_back(fmt("learning rate: the linear scaling rule, %g x mini-batch / 128 (--lr sets the rate at "
+                             "128), constant over the epochs",
+                             o.lr));
+  if (!gpu)
+    result.notes.push_back(fmt("the %d CPU threads are shared out: N replicas on the CPU each run OpenBLAS with "
+                               "max(1, %d/N) threads",
+                               cpu_threads(o), cpu_threads(o)));
   result.notes.push_back("the mini-batch is the global batch: with N replicas each takes 1/N of it, so both columns "
                          "take the same steps and should reach about the same accuracy");
   if (same_device)
@@ -99,6 +109,8 @@ SuiteResult run_batch_sweep(const Options& given) {
                            "not speed-up");
   if (!gpu) result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows: no GPU on this machine"
                                                               : "GPU rows: --devices cpu");
+
+  note_unused(o, {"--steps", "--warmup"}, result);
 
   PlotSpec spec{fmt("%s: epoch time against mini-batch size", o.model.c_str()), "mini-batch size", "seconds per epoch"};
   spec.logx = true;

@@ -48,6 +48,16 @@ std::shared_ptr<const data::Dataset> limited(std::shared_ptr<const data::Dataset
   return std::make_shared<data::Subset>(set, indices, "every " + std::to_string(set->size() / limit) + "th sample");
 }
 
+// The CPU's threads are shared out among the replicas on it: OpenBLAS's pool
+// is process-wide, and N replicas each driving T threads on T cores
+// oversubscribe them (OpenBLAS's threads spin while they wait).
+int blas_threads(const Options& o, const std::vector<Device>& devices) {
+  const int cpu_replicas = static_cast<int>(std::count_if(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); }));
+  const int threads = std::max(1, cpu_threads(o) / std::max(1, cpu_replicas));
+  openblas_set_num_threads(threads);
+  return threads;
+}
+
 std::string quote(const std::string& arg) {
   std::string out = "'";
   for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -58,8 +68,7 @@ std::string quote(const std::string& arg) {
 
 json measure_steps(const Options& o) {
   const std::vector<Device> devices = parse_device_list(o.replica_devices);
-  const int threads = cpu_threads(o);
-  openblas_set_num_threads(threads);
+  const int threads = blas_threads(o, devices);
   const Shape input = parse_shape(o.input);
   const int64_t global = o.batch;
   LS_CHECK(global > 0 && o.steps > 0, "_steps needs --batch and --steps");
@@ -107,7 +116,8 @@ json measure_steps(const Options& o) {
               {"model", o.model},
               {"spec", spec},
               {"global_batch", global},
-              {"threads", devices[0].is_cpu() ? json(openblas_get_num_threads()) : json(nullptr)},
+              {"cpu_threads", cpu_threads(o)},
+              {"blas_threads_per_replica", devices[0].is_cpu() ? json(threads) : json(nullptr)},
               {"parameters", parameters},
               {"arena_elements", arenas.total()},
               {"gradient_bytes", arenas.total() * 4},
@@ -129,7 +139,7 @@ json measure_steps(const Options& o) {
 
 json train_epochs(const Options& o) {
   const std::vector<Device> devices = parse_device_list(o.replica_devices);
-  openblas_set_num_threads(cpu_threads(o));
+  const int threads = blas_threads(o, devices);
   LS_CHECK(o.batch > 0 && o.epochs > 0, "_train needs --batch and --epochs");
   const std::string path = o.data.empty() ? data::default_data_path() : o.data;
   data::DataSets sets = data::open_dataset(path);
@@ -188,6 +198,8 @@ json train_epochs(const Options& o) {
               {"test_samples", test ? json(test->size()) : json(nullptr)},
               {"global_batch", o.batch},
               {"lr", o.lr},
+              {"cpu_threads", cpu_threads(o)},
+              {"blas_threads_per_replica", devices[0].is_cpu() ? json(threads) : json(nullptr)},
               {"epochs", epochs},
               {"epoch_seconds_mean", std::accumulate(seconds.begin(), seconds.end(), 0.0) / seconds.size()},
               {"test_accuracy", last.contains("test_accuracy") ? last["test_accuracy"] : json(nullptr)},

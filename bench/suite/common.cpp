@@ -30,24 +30,26 @@ suites:
   kernels     fused SGD-momentum update against unfused passes and memcpy bandwidth
   peers       images/s against PyTorch on the same model, batch and synthetic data
 
-options (every suite):
-  --devices all|cpu|LIST  all GPUs (the CPU when there is none), the CPU, or e.g. 0,1 / cpu,0
-  --model NAME            mlp, simple-cnn, resnet18, resnet20, vgg11-bn
-  --batch B               per-replica batch (scaling, peers), global batch (batch-sweep, envs)
-  --steps N --warmup N    timed and untimed steps
-  --json PATH --png PATH  outputs (default bench-SUITE.json / bench-SUITE.png)
-  --quick                 small models, few steps, little data: about 20 s a suite on two cores
+options (every suite; a suite notes the ones it has no use for):
+  --devices all|cpu|LIST  all GPUs (the CPU when there is none), the CPU, or e.g. 0,1 / cuda:0 / cpu
+  --model NAME            mlp, simple-cnn, resnet18, resnet20, vgg11-bn (default: per suite and device)
+  --batch B               scaling: per-replica batch (strong scaling: B x max replicas global);
+                          peers: the batch; envs: the global batch; projection, batch-sweep: one batch only
+  --steps N --warmup N    timed and untimed steps (kernels: repetitions; allreduce: iterations per size)
+  --json PATH --png PATH  outputs (default bench-SUITE.json / bench-SUITE.png in the current folder)
+  --quick                 small models, few steps, little data: seconds a suite on a 2-core CPU
 options (some suites):
-  --replicas-max N        scaling, batch-sweep: replicas on one device (default 4 on a GPU, 2 on the CPU)
-  --batches LIST          projection, batch-sweep: batch sizes
-  --busbw GB/S            projection: link bus bandwidth (default 370, an 8xH100 NVLink ring)
-  --data PATH --limit N --test-limit N --epochs N --lr LR   batch-sweep, envs
-  --input CxHxW --classes K   synthetic data shape (scaling, projection, peers)
+  --replicas-max N        scaling, batch-sweep: replicas on one shared device (default 4 on a GPU, 2 on the CPU)
+  --batches LIST          projection (per-GPU batches), batch-sweep (mini-batches, default 16,32,64,96,128,256)
+  --busbw GB/S            projection: all-reduce bus bandwidth (default 370, an 8xH100 NVLink ring)
+  --data PATH             batch-sweep, envs: data set (default Debian's Fashion-MNIST)
+  --limit N --test-limit N --epochs N --lr LR   batch-sweep, envs: samples (0: all), epochs, constant lr
+  --input CxHxW --classes K   scaling, projection, peers, kernels: synthetic data / model shape
   --threads T             CPU math threads, ours and PyTorch's (default: all hardware threads)
-  --ranks LIST            allreduce: LocalCommunicator sizes (default 2)
+  --ranks LIST            allreduce: LocalCommunicator sizes (default 2, plus min(cores, 8) above 2 cores)
   --max-bytes N           allreduce: largest message (default 1 GB, quick 16 MB)
-  --python PATH --peer-script PATH   peers: the interpreter with torch and the peer script
-  --tf32                  peers, scaling on GPUs: allow TF32 math on both sides (default: strict FP32)
+  --python PATH --peer-script PATH   peers: interpreter with torch (/usr/bin/python3), peer script
+  --tf32                  scaling, projection, peers on GPUs: TF32 math on both sides (default strict FP32)
 )";
 }
 
@@ -282,12 +284,16 @@ std::string Table::str() const {
 }
 
 std::string fmt(const char* format, ...) {
-  char buf[1024];
-  va_list args;
+  va_list args, again;
   va_start(args, format);
-  std::vsnprintf(buf, sizeof buf, format, args);
+  va_copy(again, args);
+  const int size = std::vsnprintf(nullptr, 0, format, args);
   va_end(args);
-  return buf;
+  std::string out(static_cast<size_t>(std::max(size, 0)) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), format, again);
+  va_end(again);
+  out.resize(static_cast<size_t>(std::max(size, 0)));
+  return out;
 }
 
 std::string human_bytes(double bytes) {
@@ -304,6 +310,15 @@ std::string human_bytes(double bytes) {
 std::string ms_text(double seconds) {
   const double ms = seconds * 1e3;
   return ms < 10.0 ? fmt("%.2f", ms) : fmt("%.1f", ms);
+}
+
+void note_unused(const Options& o, const std::vector<std::string>& flags, SuiteResult& result) {
+  for (const std::string& f : flags) {
+    const bool given = (f == "--model" && !o.model.empty()) || (f == "--batch" && o.batch > 0) ||
+                       (f == "--steps" && o.steps > 0) || (f == "--warmup" && o.warmup >= 0) ||
+                       (f == "--batches" && !o.batches.empty()) || (f == "--epochs" && o.epochs > 0);
+    if (given) result.notes.push_back(f + " does not apply to " + o.suite + " and was ignored");
+  }
 }
 
 std::string json_path(const Options& o) { return o.json_path.empty() ? "bench-" + o.suite + ".json" : o.json_path; }

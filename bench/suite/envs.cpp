@@ -106,6 +106,8 @@ SuiteResult run_envs(const Options& given) {
   for (const Env& env : envs)
     if (!env.absent.empty()) result.skipped.push_back(env.name + ": " + env.absent);
 
+  note_unused(o, {"--steps", "--warmup", "--batches"}, result);
+
   PlotSpec spec{fmt("%s: seconds per epoch (log scale; missing bars: not present or not run)", o.model.c_str()), "",
                 "seconds per epoch"};
   spec.logy = true;

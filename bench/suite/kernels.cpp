@@ -156,6 +156,10 @@ SuiteResult run_kernels(const Options& given) {
     result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows (fused CUDA kernel): no GPU on this machine"
                                                       : "GPU rows: --devices selects no GPU");
 
+  result.notes.push_back("on a GPU, sgd_step runs the fused CUDA kernel; the unfused GPU comparison lives in "
+                         "bench/bench_gpu_kernels.cpp");
+  note_unused(o, {"--batch", "--batches", "--epochs"}, result);
+
   PlotSpec spec{fmt("SGD-momentum update over %s arenas: GB/s", o.model.c_str()), "", "GB/s (bytes moved / time)"};
   result.png = plot_bars(png_path(o), spec, labels, series, result.notes);
   return result;

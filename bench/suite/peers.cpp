@@ -130,6 +130,8 @@ SuiteResult run_peers(const Options& given) {
     result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows (cuDNN benchmark, channels_last): no GPU on this machine"
                                                       : "GPU rows: --devices selects no GPU");
 
+  note_unused(o, {"--batches", "--epochs"}, result);
+
   PlotSpec spec{fmt("%s, batch %lld: training images/s", o.model.c_str(), static_cast<long long>(o.batch)), "",
                 "images/s"};
   result.png = plot_bars(png_path(o), spec, labels, {bars}, result.notes);

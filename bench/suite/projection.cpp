@@ -23,6 +23,7 @@ SuiteResult run_projection(const Options& given) {
   const bool gpu = device.is_cuda();
   if (o.model.empty()) o.model = gpu ? "resnet18" : (o.quick ? "simple-cnn" : "resnet20");
   if (o.input.empty()) o.input = o.quick && !gpu ? "1x28x28" : "3x32x32";
+  if (o.batches.empty() && o.batch > 0) o.batches = {o.batch};
   if (o.batches.empty())
     o.batches = gpu ? std::vector<int64_t>{32, 64, 128, 256}
                     : (o.quick ? std::vector<int64_t>{8, 16} : std::vector<int64_t>{16, 32, 64});
@@ -104,6 +105,8 @@ SuiteResult run_projection(const Options& given) {
   if (!gpu)
     result.notes.push_back("the step was measured on the CPU: a GPU step is far shorter, so real GPU efficiency "
                            "would be lower than these rows");
+
+  note_unused(o, {"--epochs"}, result);
 
   PlotSpec spec{fmt("PROJECTION (not measured): %s, %.0f GB/s busbw, step measured on %s", o.model.c_str(), o.busbw,
                     device.str().c_str()),

@@ -141,13 +141,17 @@ SuiteResult run_scaling(const Options& given) {
     result.notes.push_back(fmt("%d replicas share %s: rows with N > 1 measure replication overhead (same device), "
                                "not speed-up%s",
                                max_replicas, devices[0].str().c_str(),
-                               gpu ? "" : fmt("; each replica's BLAS calls use %d thread(s)", cpu_threads(o)).c_str()));
+                               gpu ? "" : fmt("; the %d CPU threads are shared out: each of N replicas runs "
+                                              "OpenBLAS with max(1, %d/N) threads",
+                                              cpu_threads(o), cpu_threads(o)).c_str()));
   if (same_device && !gpu)
     result.notes.push_back("on the CPU each replica has its own thread, so N replicas also spread lockstep's "
                            "single-threaded loops (everything but BLAS) over more cores: images/s can rise with N");
   if (!gpu) result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows: no GPU on this machine"
                                                               : "GPU rows: --devices cpu");
   else if (same_device) result.skipped.push_back("multi-GPU rows: only one GPU selected");
+
+  note_unused(o, {"--batches", "--epochs"}, result);
 
   PlotSpec spec{fmt("%s, %s: images/s against replicas%s", o.model.c_str(), devices[0].is_cpu() ? "CPU" : "GPUs",
                     same_device ? " (same device: replication overhead)" : ""),

@@ -192,6 +192,8 @@ def main(argv):
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave PyTorch's default)")
     p.add_argument("--channels-last", action="store_true", help="NHWC memory format for model and data")
     p.add_argument("--amp", action="store_true", help="autocast: float16 with loss scaling on cuda, bfloat16 on cpu")
+    p.add_argument("--tf32", default="default", choices=["default", "on", "off"],
+                   help="TF32 math in cuDNN and cuBLAS on cuda (default: PyTorch's own defaults)")
     p.add_argument("--no-dropout", action="store_true")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
@@ -203,6 +205,9 @@ def main(argv):
     device = torch.device(args.device)
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
+    if args.tf32 != "default":
+        torch.backends.cudnn.allow_tf32 = args.tf32 == "on"
+        torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
     model = build_model(args.model, args.input, args.classes, dropout=not args.no_dropout).to(device)
     memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
     model = model.to(memory_format=memory_format)
@@ -251,6 +256,7 @@ def main(argv):
         "threads": torch.get_num_threads(),
         "channels_last": args.channels_last,
         "amp": args.amp,
+        "tf32": args.tf32,
         "parameters": sum(p.numel() for p in model.parameters()),
         "warmup": args.warmup,
         "steps": args.steps,

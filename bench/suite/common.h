@@ -1,0 +1,116 @@
+#pragma once
+// What every suite of lockstep-bench shares: the options, the devices they
+// name, the machine and versions a result is stamped with, Markdown tables,
+// medians, and the JSON file each suite writes.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/shape.h"
+
+namespace lockstep::bench {
+
+using json = nlohmann::ordered_json;  // keys stay in the order written
+
+// Every flag of every suite; a suite reads the ones it needs, and a value the
+// user did not give (0, empty, negative) means the suite's own default, which
+// depends on --quick and on whether a GPU takes part.
+struct Options {
+  std::string suite;
+  std::string devices = "all";   // all | cpu | list such as 0,1 or cpu,0
+  std::string model;
+  int64_t batch = 0;
+  std::vector<int64_t> batches;  // --batches 16,32,64
+  int steps = 0;
+  int warmup = -1;
+  std::string json_path;
+  std::string png_path;
+  bool quick = false;
+  int replicas_max = 0;
+  double busbw = 370.0;          // GB/s
+  std::string data;
+  int64_t limit = -1;            // training samples (0: all)
+  int64_t test_limit = -1;
+  int epochs = 0;
+  float lr = 0.05f;
+  std::string input;             // CxHxW of the synthetic images
+  int64_t classes = 10;
+  int threads = 0;               // CPU math threads (OpenBLAS, torch.set_num_threads)
+  std::vector<int> ranks;        // allreduce: LocalCommunicator sizes
+  int64_t max_bytes = 0;         // allreduce: largest message
+  std::string python = "/usr/bin/python3";
+  std::string peer_script;
+  bool tf32 = false;             // peers and scaling on GPUs: TF32 math on both sides
+  // Internal (the child processes that measure one configuration):
+  std::string replica_devices;   // one entry per replica, e.g. cpu,cpu
+  int loader_threads = 2;
+};
+
+Options parse_options(int argc, char** argv, int first);
+void print_usage();
+
+// --devices: the GPUs (all of them for "all", or the CPU when there is none),
+// "cpu", or a list of ordinals / "cuda:N" / "cpu". Throws naming a GPU that is absent.
+std::vector<Device> resolve_devices(const std::string& text);
+bool any_gpu(const std::vector<Device>& devices);
+std::string device_list(const std::vector<Device>& devices);  // "cpu,cpu" (the child's --replica-devices)
+std::vector<Device> parse_device_list(const std::string& text);
+
+Shape parse_shape(const std::string& text);
+std::string shape_text(const Shape& shape);  // "3x32x32" of [3, 32, 32]
+std::vector<int64_t> parse_int_list(const std::string& text);
+
+// Threads for CPU math: --threads, or every hardware thread.
+int cpu_threads(const Options& o);
+
+double median(std::vector<double> values);
+
+// CPU model, cores, memory and GPUs of this machine.
+json machine_info();
+// backend_versions(), the lockstep version, the git commit of the source
+// tree (when it is a git checkout), compiler and OpenBLAS build.
+json version_info();
+
+// A Markdown table, columns right-aligned except the first.
+class Table {
+public:
+  explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string str() const;
+
+private:
+  std::vector<std::string> headers_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// printf into a std::string.
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string human_bytes(double bytes);  // "4 KB", "16 MB", "1 GB" (powers of 1024)
+std::string ms_text(double seconds);    // "12.3" / "0.42" milliseconds
+
+// What a suite hands back: its table (printed), its rows and notes (in the JSON).
+struct SuiteResult {
+  std::string title;            // a line above the table
+  std::string kind = "measurement";  // or "projection"
+  Table table{{}};
+  json settings = json::object();
+  json rows = json::array();
+  std::vector<std::string> notes;   // printed under the table and stored
+  std::vector<std::string> skipped; // rows not run and why (no GPU, ...)
+  std::string png;                  // the PNG written, empty when none
+};
+
+// Prints the result and writes the JSON file: suite, kind, machine, versions,
+// settings, rows, notes, skipped, png, table.
+void report(const Options& o, const SuiteResult& result);
+
+// Adds a note for each of `flags` the user gave that this suite has no use for.
+void note_unused(const Options& o, const std::vector<std::string>& flags, SuiteResult& result);
+
+// Default file names: bench-<suite>.json / .png in the current folder.
+std::string json_path(const Options& o);
+std::string png_path(const Options& o);
+
+}  // namespace lockstep::bench

@@ -1,0 +1,142 @@
+#include "plot.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace lockstep::bench {
+
+namespace {
+
+// gnuplot single-quoted strings escape a quote by doubling it.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "?";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string fmt_series(size_t i, const std::string& title) {
+  return "$d" + std::to_string(i) + " using 1:2 with linespoints lw 2 pt 7 title " + quoted(title);
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+std::string header(const std::string& terminal, const std::string& png, const PlotSpec& spec) {
+  std::ostringstream s;
+  s << "set terminal " << terminal << " size 1000,620 noenhanced font ',11'\n"
+    << "set output " << quoted(png) << "\n"
+    << "set title " << quoted(spec.title) << "\n"
+    << "set xlabel " << quoted(spec.xlabel) << "\n"
+    << "set ylabel " << quoted(spec.ylabel) << "\n"
+    << "set grid\nset key bmargin center horizontal maxrows 2\nset bmargin 6\nset offsets 0, 0, graph 0.08, 0\nset datafile missing '?'\n";
+  if (spec.logx) s << "set logscale x " << spec.logx_base << "\n";
+  if (spec.logy) s << "set logscale y 10\n";
+  else if (spec.y_from_zero) s << "set yrange [0:*]\n";
+  if (spec.xtics > 0) s << "set xtics " << spec.xtics << "\n";
+  if (!spec.xformat.empty()) s << "set format x " << quoted(spec.xformat) << "\n";
+  return s.str();
+}
+
+// Runs the script with the cairo terminal, then with the libgd one, and
+// checks that the PNG came out non-empty.
+std::string draw(const std::string& png, const std::string& body, const PlotSpec& spec,
+                 std::vector<std::string>& notes) {
+  if (!have_gnuplot()) {
+    notes.push_back("no PNG: gnuplot is not on PATH (Debian package gnuplot-nox, installed by scripts/setup)");
+    return "";
+  }
+  std::filesystem::path out(png);
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  std::filesystem::remove(out);
+  const std::string script = png + ".gp";
+  std::string last_output;
+  for (const char* terminal : {"pngcairo", "png"}) {
+    {
+      std::ofstream f(script);
+      f << header(terminal, png, spec) << body;
+    }
+    std::string cmd = "gnuplot " + quoted(script) + " 2>&1";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    last_output.clear();
+    if (pipe) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, pipe)) last_output += buf;
+      pclose(pipe);
+    }
+    std::error_code ec;
+    if (std::filesystem::exists(out, ec) && std::filesystem::file_size(out, ec) > 0) {
+      std::filesystem::remove(script, ec);
+      return png;
+    }
+  }
+  notes.push_back("no PNG: gnuplot failed (script kept in " + script + "): " + last_output.substr(0, 300));
+  return "";
+}
+
+}  // namespace
+
+std::string plot_lines(const std::string& png, const PlotSpec& spec, const std::vector<Series>& series,
+                       std::vector<std::string>& notes) {
+  std::ostringstream body;
+  std::string plot = "plot ";
+  for (size_t i = 0; i < series.size(); ++i) {
+    body << "$d" << i << " << EOD\n";
+    for (size_t k = 0; k < series[i].x.size(); ++k) body << number(series[i].x[k]) << " " << number(series[i].y[k]) << "\n";
+    body << "EOD\n";
+    plot += (i ? ", " : "") + fmt_series(i, series[i].title);
+  }
+  body << plot << "\n";
+  return draw(png, body.str(), spec, notes);
+}
+
+std::string plot_bars(const std::string& png, const PlotSpec& spec, const std::vector<std::string>& labels,
+                      const std::vector<Series>& series, std::vector<std::string>& notes,
+                      const std::vector<std::string>& missing) {
+  const size_t n = series.size();
+  std::ostringstream body;
+  body << "set style data histograms\nset style histogram clustered gap 1\n"
+       << "set style fill solid 0.85 border -1\nset xtics nomirror\n"
+       << "set xrange [-0.5:" << labels.size() - 0.5 << "]\n";
+  body << "$bars << EOD\n";
+  for (size_t k = 0; k < labels.size(); ++k) {
+    std::string label = labels[k];
+    for (char& c : label)
+      if (c == '"') c = '\'';
+    body << '"' << label << '"';
+    for (const Series& s : series) body << " " << number(k < s.y.size() ? s.y[k] : NAN);
+    body << "\n";
+  }
+  body << "EOD\n";
+  for (size_t k = 0; k < labels.size() && k < missing.size(); ++k) {
+    bool any = false;
+    for (const Series& s : series) any = any || (k < s.y.size() && std::isfinite(s.y[k]));
+    if (!any && !missing[k].empty())
+      body << "set label " << k + 1 << " " << quoted(missing[k]) << " at first " << k
+           << ", graph 0.06 center textcolor rgb 'gray40'\n";
+  }
+  body << "plot ";
+  for (size_t i = 0; i < n; ++i)
+    body << (i ? ", '' " : "$bars ") << "using " << i + 2 << (i ? "" : ":xtic(1)")
+         << (n == 1 ? std::string(" notitle") : " title " + quoted(series[i].title));
+  // Each bar's value above it: bar i of a group of n sits (i - (n-1)/2) / (n+1) from the group's centre.
+  for (size_t i = 0; i < n; ++i) {
+    const double offset = (static_cast<double>(i) - (n - 1) / 2.0) / (n + 1);
+    body << ", '' using ($0 + " << number(offset) << "):" << i + 2 << ":(sprintf('%.3g', $" << i + 2
+         << ")) with labels offset 0,0.8 notitle";
+  }
+  body << "\n";
+  return draw(png, body.str(), spec, notes);
+}
+
+}  // namespace lockstep::bench

@@ -1,0 +1,21 @@
+#pragma once
+// The seven suites of lockstep-bench, one file each. Each measures (or, for
+// projection, computes), fills a SuiteResult with its table, JSON rows and
+// notes, and draws its figure; main() prints and writes it.
+#include "common.h"
+
+namespace lockstep::bench {
+
+SuiteResult run_scaling(const Options& o);
+SuiteResult run_projection(const Options& o);
+SuiteResult run_batch_sweep(const Options& o);
+SuiteResult run_envs(const Options& o);
+SuiteResult run_allreduce(const Options& o);
+SuiteResult run_kernels(const Options& o);
+SuiteResult run_peers(const Options& o);
+
+// Flags that make a child (`_steps`) measure `global_batch` samples a step
+// with the given replicas, the model and shape of `o`.
+std::vector<std::string> step_flags(const Options& o, const std::vector<Device>& replicas, int64_t global_batch);
+
+}  // namespace lockstep::bench

@@ -7,7 +7,9 @@
 //    refuses two ranks on one device); calls block until every rank arrived.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/context.h"
 
@@ -30,5 +32,11 @@ public:
 
 // Time a rank waits at a collective before it is declared hung.
 inline constexpr std::chrono::seconds default_collective_timeout{300};
+
+// The communicator for ranks on `devices` (rank r on devices[r]): NCCL when
+// they are two or more distinct GPUs, the local communicator otherwise (the
+// CPU, one rank, or several ranks sharing one GPU, which NCCL refuses).
+std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices,
+                                                std::chrono::milliseconds timeout = default_collective_timeout);
 
 }  // namespace lockstep

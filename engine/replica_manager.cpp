@@ -7,11 +7,6 @@
 #include "engine/bn_sync.h"
 #include "engine/error.h"
 #include "engine/gradient_buckets.h"
-#include "engine/local_communicator.h"
-
-#if LOCKSTEP_WITH_CUDA
-#include "engine/cuda/nccl_communicator.h"
-#endif
 
 namespace lockstep {
 
@@ -29,24 +24,6 @@ struct ReplicaManager::Replica {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-// NCCL takes one rank per distinct GPU; anything else (the CPU, or two
-// replicas on one GPU, which NCCL refuses) goes through the local communicator.
-std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices,
-                                                std::chrono::milliseconds timeout) {
-  std::set<int> gpus;
-  bool all_gpu = true;
-  for (const Device& d : devices) {
-    all_gpu = all_gpu && d.is_cuda();
-    if (d.is_cuda()) gpus.insert(d.index);
-  }
-  LS_CHECK(gpus.empty() || all_gpu, "replicas must all be on the CPU or all on GPUs");
-#if LOCKSTEP_WITH_CUDA
-  if (all_gpu && devices.size() > 1 && gpus.size() == devices.size())
-    return std::make_unique<NcclCommunicator>(devices, timeout);
-#endif
-  return std::make_unique<LocalCommunicator>(static_cast<int>(devices.size()), timeout);
-}
 
 // The slice of a host batch for one replica, on that replica's device: on a
 // GPU copied asynchronously on the compute stream (from pinned memory when

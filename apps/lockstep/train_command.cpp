@@ -1,11 +1,14 @@
 // lockstep train: data, model, replicas and trainer wired together, with
 // Ctrl-C turned into "finish the step, write the checkpoint, exit".
+#include <cblas.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "commands.h"
 #include "data/loader.h"
@@ -56,6 +59,12 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   }
   std::vector<Device> devices = resolve_devices(s.devices, s.replicas, /*quiet=*/true);
   apply_defaults(s, devices[0].is_cuda(), settled);
+  if (devices[0].is_cpu() && devices.size() > 1) {
+    // N CPU replicas each running OpenBLAS on every core oversubscribe the
+    // cores, and OpenBLAS's waiting threads spin: share the cores out instead.
+    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    openblas_set_num_threads(std::max(1, cores / static_cast<int>(devices.size())));
+  }
   if (s.data.empty()) s.data = data::default_data_path();
   if (s.batch_per_device > 0) s.batch = s.batch_per_device * static_cast<int64_t>(devices.size());
   validate(s);

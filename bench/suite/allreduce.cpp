@@ -3,8 +3,8 @@
 //   time   = mean over the timed iterations (rank 0's clock, after a barrier)
 //   algbw  = bytes / time
 //   busbw  = algbw * 2(n-1)/n   (the bytes each rank's link carries in a ring)
-// The LocalCommunicator runs n ranks as n threads on the CPU. NCCL between
-// GPUs is built inside the replica manager; see the note this suite prints.
+// The LocalCommunicator runs n ranks as n threads on the CPU; with two or
+// more GPUs selected, make_communicator gives NCCL with one rank per GPU.
 #include <barrier>
 #include <chrono>
 #include <cmath>
@@ -29,10 +29,11 @@ struct Timing {
   bool correct = false;
 };
 
-// One message size on `comm`: every rank on its own thread with its own
-// context and buffer. The first call checks the sum; the timed ones reduce zeros
-// (the same traffic, and no overflow however many iterations run).
-Timing time_all_reduce(Communicator& comm, Device device, int64_t count, int warmup, int iterations) {
+// One message size on `comm`: rank r on its own thread with its own context
+// and buffer on devices[r]. The first call checks the sum; the timed ones
+// reduce zeros (the same traffic, and no overflow however many iterations run).
+Timing time_all_reduce(Communicator& comm, const std::vector<Device>& devices, int64_t count, int warmup,
+                       int iterations) {
   const int n = comm.size();
   std::barrier sync(n);
   Timing t;
@@ -41,17 +42,21 @@ Timing time_all_reduce(Communicator& comm, Device device, int64_t count, int war
   std::vector<std::thread> threads;
   for (int rank = 0; rank < n; ++rank) {
     threads.emplace_back([&, rank] {
-      Context ctx(device);
-      Tensor buffer = Tensor::empty(Shape{count}, device);
+      Context ctx(devices[rank]);
+      ctx.make_current();
+      Tensor buffer =
+          Tensor::from_vector(Shape{count}, std::vector<float>(count, static_cast<float>(rank + 1)), devices[rank]);
       float* data = buffer.data();
-      std::fill(data, data + count, static_cast<float>(rank + 1));
       comm.all_reduce_sum(rank, ctx, data, count);
       comm.wait(rank, ctx);
+      ctx.synchronize();
+      const std::vector<float> host = buffer.to_vector();
       const float expected = static_cast<float>(n * (n + 1) / 2);
-      ok[rank] = data[0] == expected && data[count / 2] == expected && data[count - 1] == expected;
-      std::fill(data, data + count, 0.0f);
+      ok[rank] = host[0] == expected && host[count / 2] == expected && host[count - 1] == expected;
+      ctx.zero(buffer);
       for (int i = 0; i < warmup; ++i) comm.all_reduce_sum(rank, ctx, data, count);
       comm.wait(rank, ctx);
+      ctx.synchronize();
       sync.arrive_and_wait();
       auto start = Clock::now();
       for (int i = 0; i < iterations; ++i) comm.all_reduce_sum(rank, ctx, data, count);
@@ -81,8 +86,6 @@ SuiteResult run_allreduce(const Options& given) {
   std::vector<int64_t> sizes;
   for (int64_t b = 4096; b <= o.max_bytes; b *= factor) sizes.push_back(b);
   const bool run_cpu = std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); });
-  int gpus_selected = 0;
-  for (const Device& d : devices) gpus_selected += d.is_cuda();
 
   SuiteResult result;
   result.title = fmt("allreduce: float sum over %s .. %s (x%d), nccl-tests definitions (busbw = algbw x 2(n-1)/n)",
@@ -104,7 +107,7 @@ SuiteResult run_allreduce(const Options& given) {
         const int warmup = bytes >= (int64_t(256) << 20) ? 1 : 2;
         std::fprintf(stderr, "allreduce: %d ranks, %s ...\n", n, human_bytes(double(bytes)).c_str());
         LocalCommunicator comm(n);
-        Timing t = time_all_reduce(comm, Device::cpu(), bytes / 4, warmup, iterations);
+        Timing t = time_all_reduce(comm, std::vector<Device>(n, Device::cpu()), bytes / 4, warmup, iterations);
         const double algbw = bytes / t.seconds / 1e9;
         const double busbw = algbw * 2.0 * (n - 1) / n;
         result.rows.push_back({{"communicator", "LocalCommunicator"},
@@ -128,22 +131,37 @@ SuiteResult run_allreduce(const Options& given) {
     result.skipped.push_back("LocalCommunicator on the CPU: --devices " + o.devices + " selects no CPU");
   }
 
-  const std::string nccl_gap =
-      "NcclCommunicator rows: lockstep-bench cannot build one. Its header (engine/cuda/nccl_communicator.h) includes "
-      "nccl.h and CUDA headers, and the replica manager makes it in an unnamed namespace; the bench needs a "
-      "CUDA-free factory in the library, e.g. engine/communicator_factory.h: std::unique_ptr<Communicator> "
-      "make_communicator(const std::vector<Device>& devices, std::chrono::milliseconds timeout) (NCCL for distinct "
-      "GPUs, local otherwise), after which time_all_reduce() here runs it unchanged on cuda buffers";
-  if (gpus_selected >= 2) result.skipped.push_back(nccl_gap);
-  else if (cuda_device_count() >= 2) result.skipped.push_back("NcclCommunicator rows: --devices selects fewer than two GPUs");
-  else
-    result.skipped.push_back(fmt("NcclCommunicator rows: they need two or more GPUs (this machine has %d)",
+  std::vector<Device> gpus;
+  for (const Device& d : devices)
+    if (d.is_cuda()) gpus.push_back(d);
+  if (gpus.size() >= 2) {
+    const int n = static_cast<int>(gpus.size());
+    auto comm = make_communicator(gpus);
+    Series s{fmt("NcclCommunicator, %d GPUs", n), {}, {}};
+    for (int64_t bytes : sizes) {
+      const int iterations = o.steps > 0 ? o.steps : 20;
+      std::fprintf(stderr, "allreduce: NCCL over %d GPUs, %s ...\n", n, human_bytes(double(bytes)).c_str());
+      Timing t = time_all_reduce(*comm, gpus, bytes / 4, 5, iterations);
+      const double algbw = bytes / t.seconds / 1e9;
+      const double busbw = algbw * 2.0 * (n - 1) / n;
+      result.rows.push_back({{"communicator", "NcclCommunicator"}, {"device", "cuda"}, {"ranks", n},
+                             {"bytes", bytes}, {"iterations", iterations}, {"seconds", t.seconds},
+                             {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"correct", t.correct}});
+      result.table.add({human_bytes(double(bytes)), "NcclCommunicator", std::to_string(n), "cuda",
+                        std::to_string(iterations), fmt("%.1f", t.seconds * 1e6), fmt("%.2f", algbw),
+                        fmt("%.2f", busbw), t.correct ? "ok" : "WRONG SUM"});
+      s.x.push_back(double(bytes));
+      s.y.push_back(busbw);
+    }
+    series.push_back(s);
+  } else {
+    result.skipped.push_back(fmt("NcclCommunicator rows: they need two or more GPUs selected (this machine has %d)",
                                  cuda_device_count()));
+  }
   result.notes.push_back("time: mean per iteration on rank 0's clock after a barrier; the first call of each size "
                          "checks the sum (check column), the timed ones reduce zeros");
   result.notes.push_back("LocalCommunicator: ranks are threads of this process; each sums its share of the elements "
                          "over all ranks and copies the result back, so busbw here measures host memory traffic");
-  if (gpus_selected < 2 && cuda_device_count() < 2) result.notes.push_back(nccl_gap);
 
   note_unused(o, {"--model", "--batch", "--batches", "--epochs"}, result);
 

@@ -31,7 +31,7 @@ void apply_defaults(TrainSettings& s, bool have_gpu, const std::vector<std::stri
     set("--augment", s.augment, std::string("crop-flip"));
   } else {
     set("--model", s.model, std::string("simple-cnn"));
-    set("--epochs", s.epochs, int64_t(3));
+    set("--epochs", s.epochs, int64_t(4));
     set("--batch", s.batch, int64_t(64));
     set("--lr", s.lr, 0.05f);
     set("--augment", s.augment, std::string("none"));

@@ -19,59 +19,15 @@
 #include "layers/pool.h"
 #include "layers/relu.h"
 #include "support/layer_harness.h"
+#include "support/replica_models.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
 
 namespace {
 
-const Shape sample_shape{3, 5, 5};
-const int64_t classes = 4;
-
-// conv -> relu -> conv + skip -> flatten -> linear: no BN, no dropout.
-std::unique_ptr<Model> plain_model(Device device) {
-  auto g = std::make_unique<Graph>(sample_shape, classes, "test-plain");
-  g->then("conv1", std::make_unique<Conv2d>(3, 3, 1, 1));
-  g->then("relu1", std::make_unique<ReLU>());
-  g->then("conv2", std::make_unique<Conv2d>(3, 3, 1, 1));
-  g->add("skip", std::make_unique<Add>(), {"conv2", "input"});
-  g->then("flat", std::make_unique<Flatten>());
-  g->then("fc", std::make_unique<Linear>(classes));
-  g->finalize(device, 11);
-  return g;
-}
-
-// Two batch-norm layers whose inputs do not pass through another batch norm:
-// bn0 on the input (so a channel can have mean >> std) and bn1 after a conv of
-// the input. (Without synchronised BN in the forward pass, a BN layer behind
-// another one sees inputs normalised per replica, so its statistics differ
-// from one replica's, as in PyTorch DDP without SyncBatchNorm.)
-std::unique_ptr<Model> bn_model(Device device) {
-  auto g = std::make_unique<Graph>(sample_shape, classes, "test-bn");
-  g->add("bn0", std::make_unique<BatchNorm2d>(), {"input"});
-  g->add("conv1", std::make_unique<Conv2d>(3, 3, 1, 1, false), {"input"});
-  g->then("bn1", std::make_unique<BatchNorm2d>());
-  g->add("sum", std::make_unique<Add>(), {"bn0", "bn1"});
-  g->then("relu1", std::make_unique<ReLU>());
-  g->then("pool", std::make_unique<GlobalAvgPool>());
-  g->then("flat", std::make_unique<Flatten>());
-  g->then("fc", std::make_unique<Linear>(classes));
-  g->finalize(device, 12);
-  return g;
-}
-
-HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean = 0.0f) {
-  HostBatch b;
-  b.count = count;
-  std::vector<float> x = random_values(count * sample_shape.numel(), seed);
-  for (int64_t n = 0; n < count; ++n)
-    for (int64_t i = 0; i < 25; ++i) x[n * 75 + i] += channel0_mean;
-  b.images = Tensor::from_vector(Shape{count, 3, 5, 5}, x);
-  std::vector<int32_t> labels(count);
-  for (int64_t i = 0; i < count; ++i) labels[i] = static_cast<int32_t>((seed + i * 7) % classes);
-  b.labels = Tensor::from_labels(labels);
-  return b;
-}
+const Shape& sample_shape = replica_sample_shape;
+const int64_t classes = replica_classes;
 
 void require_close(const std::vector<float>& got, const std::vector<float>& want, double rtol, double atol,
                    const char* what) {

@@ -21,57 +21,15 @@
 #include "layers/pool.h"
 #include "layers/relu.h"
 #include "support/layer_harness.h"
+#include "support/replica_models.h"
 
 using namespace lockstep;
-using lockstep::testing::random_values;
-using lockstep::testing::require_close;
+using namespace lockstep::testing;
 
 namespace {
 
-const Shape sample_shape{3, 5, 5};
-const int64_t classes = 4;
-
-// The models of tests/cpu/test_replica_manager.cpp: no BN, and two BN layers
-// that read the input or a convolution of it.
-std::unique_ptr<Model> plain_model(Device device) {
-  auto g = std::make_unique<Graph>(sample_shape, classes, "test-plain");
-  g->then("conv1", std::make_unique<Conv2d>(3, 3, 1, 1));
-  g->then("relu1", std::make_unique<ReLU>());
-  g->then("conv2", std::make_unique<Conv2d>(3, 3, 1, 1));
-  g->add("skip", std::make_unique<Add>(), {"conv2", "input"});
-  g->then("flat", std::make_unique<Flatten>());
-  g->then("fc", std::make_unique<Linear>(classes));
-  g->finalize(device, 11);
-  return g;
-}
-
-std::unique_ptr<Model> bn_model(Device device) {
-  auto g = std::make_unique<Graph>(sample_shape, classes, "test-bn");
-  g->add("bn0", std::make_unique<BatchNorm2d>(), {"input"});
-  g->add("conv1", std::make_unique<Conv2d>(3, 3, 1, 1, false), {"input"});
-  g->then("bn1", std::make_unique<BatchNorm2d>());
-  g->add("sum", std::make_unique<Add>(), {"bn0", "bn1"});
-  g->then("relu1", std::make_unique<ReLU>());
-  g->then("pool", std::make_unique<GlobalAvgPool>());
-  g->then("flat", std::make_unique<Flatten>());
-  g->then("fc", std::make_unique<Linear>(classes));
-  g->finalize(device, 12);
-  return g;
-}
-
-HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean = 0.0f) {
-  HostBatch b;
-  b.count = count;
-  std::vector<float> x = random_values(count * sample_shape.numel(), seed);
-  for (int64_t n = 0; n < count; ++n)
-    for (int64_t i = 0; i < 25; ++i) x[n * 75 + i] += channel0_mean;
-  // Pinned, as the loader's batches are, so the slices go up asynchronously.
-  b.images = Tensor::empty_with(Shape{count, 3, 5, 5}, pinned_host_allocator());
-  std::copy(x.begin(), x.end(), b.images.data());
-  b.labels = Tensor::empty_with(Shape{count}, pinned_host_allocator(), DType::i32);
-  for (int64_t i = 0; i < count; ++i) b.labels.labels()[i] = static_cast<int32_t>((seed + i * 7) % classes);
-  return b;
-}
+const Shape& sample_shape = replica_sample_shape;
+const int64_t classes = replica_classes;
 
 const SgdConfig sgd{0.9f, 1e-3f, false};
 

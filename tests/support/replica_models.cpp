@@ -1,0 +1,62 @@
+#include "support/replica_models.h"
+
+#include <algorithm>
+
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/graph.h"
+#include "layers/linear.h"
+#include "layers/pool.h"
+#include "layers/relu.h"
+#include "support/layer_harness.h"
+
+namespace lockstep::testing {
+
+std::unique_ptr<Model> plain_model(Device device) {
+  auto g = std::make_unique<Graph>(replica_sample_shape, replica_classes, "test-plain");
+  g->then("conv1", std::make_unique<Conv2d>(3, 3, 1, 1));
+  g->then("relu1", std::make_unique<ReLU>());
+  g->then("conv2", std::make_unique<Conv2d>(3, 3, 1, 1));
+  g->add("skip", std::make_unique<Add>(), {"conv2", "input"});
+  g->then("flat", std::make_unique<Flatten>());
+  g->then("fc", std::make_unique<Linear>(replica_classes));
+  g->finalize(device, 11);
+  return g;
+}
+
+// Without synchronised BN in the forward pass, a BN layer behind another one
+// sees inputs normalised per replica, so its statistics differ from one
+// replica's (as in PyTorch DDP without SyncBatchNorm): both BN layers here
+// read the input directly or through a convolution.
+std::unique_ptr<Model> bn_model(Device device) {
+  auto g = std::make_unique<Graph>(replica_sample_shape, replica_classes, "test-bn");
+  g->add("bn0", std::make_unique<BatchNorm2d>(), {"input"});
+  g->add("conv1", std::make_unique<Conv2d>(3, 3, 1, 1, false), {"input"});
+  g->then("bn1", std::make_unique<BatchNorm2d>());
+  g->add("sum", std::make_unique<Add>(), {"bn0", "bn1"});
+  g->then("relu1", std::make_unique<ReLU>());
+  g->then("pool", std::make_unique<GlobalAvgPool>());
+  g->then("flat", std::make_unique<Flatten>());
+  g->then("fc", std::make_unique<Linear>(replica_classes));
+  g->finalize(device, 12);
+  return g;
+}
+
+HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean) {
+  const Shape& s = replica_sample_shape;
+  std::vector<float> x = random_values(count * s.numel(), seed);
+  const int64_t plane = s[1] * s[2];
+  for (int64_t n = 0; n < count; ++n)
+    for (int64_t i = 0; i < plane; ++i) x[n * s.numel() + i] += channel0_mean;
+  HostBatch b;
+  b.count = count;
+  b.images = Tensor::empty_with(Shape{count, s[0], s[1], s[2]}, pinned_host_allocator());
+  std::copy(x.begin(), x.end(), b.images.data());
+  b.labels = Tensor::empty_with(Shape{count}, pinned_host_allocator(), DType::i32);
+  for (int64_t i = 0; i < count; ++i) b.labels.labels()[i] = static_cast<int32_t>((seed + i * 7) % replica_classes);
+  return b;
+}
+
+}  // namespace lockstep::testing

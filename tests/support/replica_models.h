@@ -1,0 +1,21 @@
+#pragma once
+// The small models and batches the replica-manager tests (CPU and GPU) train:
+// one without batch norm, one whose two BN layers read the input or a
+// convolution of it (so their statistics do not depend on the split).
+#include <memory>
+
+#include "engine/batch_source.h"
+#include "engine/model.h"
+
+namespace lockstep::testing {
+
+inline const Shape replica_sample_shape{3, 5, 5};
+inline constexpr int64_t replica_classes = 4;
+
+std::unique_ptr<Model> plain_model(Device device);
+std::unique_ptr<Model> bn_model(Device device);
+// `count` random samples in pinned host memory (as the loader's batches are);
+// channel 0 of every image is shifted by channel0_mean.
+HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean = 0.0f);
+
+}  // namespace lockstep::testing

@@ -106,6 +106,13 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     spec = resume_info.model_spec;
   }
   if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
+  {
+    // Find out now, not after the first epoch, that the checkpoint cannot be written.
+    std::filesystem::path parent = std::filesystem::absolute(s.checkpoint).parent_path();
+    LS_CHECK(std::filesystem::is_directory(parent), "--checkpoint ", s.checkpoint, ": the folder ", parent.string(),
+             " does not exist");
+    LS_CHECK(!std::filesystem::is_directory(s.checkpoint), "--checkpoint ", s.checkpoint, " is a folder, not a file");
+  }
   uint64_t seed = s.seed;
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
   ReplicaOptions replica_options;

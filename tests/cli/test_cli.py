@@ -227,6 +227,7 @@ class Cli(unittest.TestCase):
             (["train", "--resume", ck, "--model", "simple-cnn"], "simple-cnn"),
             (["train", "--resume", other, "--checkpoint", ck, "--model", "mlp"], "not of"),
             (["eval", "--checkpoint", self.path("nothing.safetensors")], "nothing.safetensors"),
+            (["train"] + QUICK + ["--checkpoint", self.path("no/such/folder/ck.safetensors")], "does not exist"),
         ]
         for args, needle in cases:
             r = run(args, self.tmp)

@@ -1,7 +1,6 @@
 #include "engine/replica_manager.h"
 
 #include <cstring>
-#include <set>
 
 #include "engine/batch_split.h"
 #include "engine/bn_sync.h"

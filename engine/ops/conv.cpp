@@ -1,6 +1,7 @@
 #include "engine/ops/conv.h"
 
 #include "engine/error.h"
+#include "engine/ops/checks.h"
 #include "kernels/cpu/conv_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -12,13 +13,6 @@
 namespace lockstep::ops {
 
 namespace {
-
-void check_tensor(const char* op, Context& ctx, const char* what, const Tensor& t) {
-  LS_CHECK(t.defined(), op, ": ", what, " is not allocated");
-  LS_CHECK(t.dtype() == DType::f32, op, ": ", what, " is ", dtype_name(t.dtype()), ", expected f32");
-  LS_CHECK(t.device() == ctx.device(), op, ": ", what, " on ", t.device().str(), ", context on ",
-           ctx.device().str());
-}
 
 void check_output(const char* op, const char* what, const Tensor& t, const ConvGeometry& g) {
   Shape expected{g.batch, g.out_channels, g.out_h, g.out_w};

@@ -1,6 +1,7 @@
 #include "engine/ops/linear.h"
 
 #include "engine/error.h"
+#include "engine/ops/checks.h"
 #include "kernels/cpu/linear_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -10,13 +11,6 @@
 namespace lockstep::ops {
 
 namespace {
-
-void check_tensor(const char* op, Context& ctx, const char* what, const Tensor& t) {
-  LS_CHECK(t.defined(), op, ": ", what, " is not allocated");
-  LS_CHECK(t.dtype() == DType::f32, op, ": ", what, " is ", dtype_name(t.dtype()), ", expected f32");
-  LS_CHECK(t.device() == ctx.device(), op, ": ", what, " on ", t.device().str(), ", context on ",
-           ctx.device().str());
-}
 
 void check_matrix(const char* op, Context& ctx, const char* what, const Tensor& t) {
   check_tensor(op, ctx, what, t);

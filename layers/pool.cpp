@@ -15,20 +15,18 @@ PoolWindow checked_window(const char* type, int kernel, int stride, int padding)
   return w;
 }
 
-Shape pooled_shape(const Layer& layer, const std::vector<Shape>& inputs, const PoolWindow& w) {
-  LS_CHECK(inputs.size() == 1, describe(layer, inputs), "takes one input");
-  LS_CHECK(inputs[0].rank() == 3 && inputs[0][0] > 0, describe(layer, inputs), "the input must be [C, H, W], C > 0");
-  std::string why = pool_error(inputs[0][1], inputs[0][2], w);
-  LS_CHECK(why.empty(), describe(layer, inputs), pool_window_text(w), ": ", why);
-  return Shape{inputs[0][0], pool_output_extent(inputs[0][1], w), pool_output_extent(inputs[0][2], w)};
-}
-
 }  // namespace
 
-MaxPool2d::MaxPool2d(int kernel, int stride, int padding)
-    : window_(checked_window("maxpool2d", kernel, stride, padding)) {}
+WindowPool::WindowPool(const char* type, int kernel, int stride, int padding)
+    : window_(checked_window(type, kernel, stride, padding)) {}
 
-Shape MaxPool2d::output_shape(const std::vector<Shape>& inputs) const { return pooled_shape(*this, inputs, window_); }
+Shape WindowPool::output_shape(const std::vector<Shape>& inputs) const {
+  LS_CHECK(inputs.size() == 1, describe(*this, inputs), "takes one input");
+  LS_CHECK(inputs[0].rank() == 3 && inputs[0][0] > 0, describe(*this, inputs), "the input must be [C, H, W], C > 0");
+  std::string why = pool_error(inputs[0][1], inputs[0][2], window_);
+  LS_CHECK(why.empty(), describe(*this, inputs), pool_window_text(window_), ": ", why);
+  return Shape{inputs[0][0], pool_output_extent(inputs[0][1], window_), pool_output_extent(inputs[0][2], window_)};
+}
 
 void MaxPool2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
   ops::max_pool2d_forward(ctx, inputs[0], output, window_);
@@ -41,11 +39,6 @@ void MaxPool2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const 
     ops::max_pool2d_backward(ctx, inputs[0], output, output_grad, input_grads[0], window_,
                              grad_modes[0] == GradMode::add);
 }
-
-AvgPool2d::AvgPool2d(int kernel, int stride, int padding)
-    : window_(checked_window("avgpool2d", kernel, stride, padding)) {}
-
-Shape AvgPool2d::output_shape(const std::vector<Shape>& inputs) const { return pooled_shape(*this, inputs, window_); }
 
 void AvgPool2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
   ops::avg_pool2d_forward(ctx, inputs[0], output, window_);

@@ -7,37 +7,38 @@
 
 namespace lockstep {
 
+// What max and average pooling share: a checked window (stride 0 means
+// stride = kernel; padding at most kernel / 2) and the pooled output shape.
+class WindowPool : public Layer {
+public:
+  Shape output_shape(const std::vector<Shape>& inputs) const override;
+  const PoolWindow& window() const { return window_; }
+
+protected:
+  WindowPool(const char* type, int kernel, int stride, int padding);
+  PoolWindow window_;
+};
+
 // Max over kernel x kernel windows; padding counts as -inf, so it is never
 // chosen. The gradient goes to each window's arg-max (the first on ties).
-class MaxPool2d final : public Layer {
+class MaxPool2d final : public WindowPool {
 public:
-  // stride 0 means stride = kernel; padding at most kernel / 2.
-  MaxPool2d(int kernel, int stride = 0, int padding = 0);
+  MaxPool2d(int kernel, int stride = 0, int padding = 0) : WindowPool("maxpool2d", kernel, stride, padding) {}
   std::string type() const override { return "maxpool2d"; }
-  Shape output_shape(const std::vector<Shape>& inputs) const override;
   void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
-  const PoolWindow& window() const { return window_; }
-
-private:
-  PoolWindow window_;
 };
 
 // Mean over kernel x kernel windows, always divided by kernel^2: padding
 // counts as zeros (PyTorch's count_include_pad=True).
-class AvgPool2d final : public Layer {
+class AvgPool2d final : public WindowPool {
 public:
-  AvgPool2d(int kernel, int stride = 0, int padding = 0);
+  AvgPool2d(int kernel, int stride = 0, int padding = 0) : WindowPool("avgpool2d", kernel, stride, padding) {}
   std::string type() const override { return "avgpool2d"; }
-  Shape output_shape(const std::vector<Shape>& inputs) const override;
   void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
-  const PoolWindow& window() const { return window_; }
-
-private:
-  PoolWindow window_;
 };
 
 // [C, H, W] -> [C, 1, 1], the mean of each channel (AdaptiveAvgPool2d(1)).

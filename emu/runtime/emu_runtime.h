@@ -1,0 +1,77 @@
+#pragma once
+// The emulated CUDA runtime's own interface: what the cuDNN, cuBLAS and NCCL
+// stand-ins (emu/cudnn, emu/cublas, emu/nccl) and the emulator's tests use
+// beside the CUDA runtime API itself (cuda_runtime_api.h, implemented in
+// emu/runtime). Nothing here is seen by lockstep's kernels or engine, except
+// the few queries at the end that tests read.
+//
+// Contract (the stand-ins rely on every line):
+// - Each stream has its own worker thread that runs the stream's queue in order.
+//   Work queued with enqueue() runs on that worker; it may block (an NCCL
+//   collective waits there for the other ranks), which blocks that stream only.
+// - While a stream is being captured, enqueue() records the work into the
+//   capture's graph instead; it runs when the graph is launched.
+// - Device memory is host heap memory, allocated at exact sizes; every
+//   allocation remembers its device and kind.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace lockstep::emu {
+
+// Queues `work` on `stream` (nullptr = the legacy default stream of the
+// current device; cudaStreamPerThread as documented). `name` appears in
+// diagnostics. Returns cudaSuccess, or the error the runtime would give
+// (invalid stream, a call CUDA refuses during capture) without queueing.
+cudaError_t enqueue(cudaStream_t stream, const char* name, std::function<void()> work);
+
+// The device a stream belongs to (the legacy stream: the current device).
+int stream_device(cudaStream_t stream);
+// The calling thread's current device (cudaSetDevice).
+int current_device();
+// The number of emulated devices (LOCKSTEP_EMU_DEVICES, 1..8).
+int device_count();
+
+struct Allocation {
+  enum class Kind { device, pinned_host };
+  const void* base = nullptr;
+  size_t bytes = 0;
+  int device = -1;  // -1 for pinned host memory
+  Kind kind = Kind::device;
+};
+// The allocation that contains `p`, if any (device or pinned host memory
+// handed out by the runtime; pageable host memory has none).
+std::optional<Allocation> find_allocation(const void* p);
+// True when [p, p + bytes) lies inside one device allocation of `device`.
+bool is_device_range(const void* p, size_t bytes, int device);
+
+// From inside queued work: records an asynchronous (sticky) error on `device`,
+// as a faulting kernel does on a GPU, and prints `message` to stderr once.
+// Later synchronising calls on that device return `error`.
+void fail_async(int device, cudaError_t error, const std::string& message);
+
+// Calls that make the host wait for device work (cudaStreamSynchronize,
+// cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy/Memset,
+// a copy to or from pageable host memory, ...) since the process started.
+uint64_t host_synchronizations();
+
+// --- Additions by the runtime (emu/runtime, emu/kernel) ---
+
+// How the threads of a block are scheduled (LOCKSTEP_EMU_ORDER, LOCKSTEP_EMU_SEED
+// at start-up; tests may change it). warp_random runs one warp at a time, warps
+// (and blocks) in an order drawn from the seed; each launch derives its own
+// seed from this one and its launch number, both printed with any failure.
+struct Schedule {
+  enum class Order { forward, reverse, warp_random };
+  Order order = Order::forward;
+  uint64_t seed = 0;
+};
+Schedule schedule();
+// Applies to launches made after the call.
+void set_schedule(const Schedule& schedule);
+
+}  // namespace lockstep::emu

@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/error.h"
-#include "engine/replica_manager.h"
+#include "base/error.h"
+#include "distributed/replica_manager.h"
 #include "layers/models.h"
 
 using namespace lockstep;

@@ -27,16 +27,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/context.h"
-#include "engine/device.h"
-#include "engine/error.h"
+#include "runtime/context.h"
+#include "runtime/device.h"
+#include "base/error.h"
 #include "layers/models.h"
 
 #if LOCKSTEP_WITH_CUDA
 #include <cuda_runtime_api.h>
 
-#include "engine/cuda/cuda_check.h"
-#include "engine/cuda/cuda_context.h"
+#include "base/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/sgd_cuda.h"
 #include "kernels/cuda/sgd_unfused_cuda.h"
 #endif

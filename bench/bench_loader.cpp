@@ -33,7 +33,7 @@
 #include "data/loader.h"
 #include "data/open_dataset.h"
 #include "data/random.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace fs = std::filesystem;
 using namespace lockstep;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "engine/shape.h"
+#include "runtime/shape.h"
 
 namespace lockstep::data {
 

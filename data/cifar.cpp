@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "data/file_bytes.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 namespace {

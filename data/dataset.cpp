@@ -1,6 +1,6 @@
 #include "data/dataset.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/shape.h"
+#include "runtime/shape.h"
 
 namespace lockstep::data {
 

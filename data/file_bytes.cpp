@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 

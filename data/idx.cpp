@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "data/file_bytes.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 namespace {

@@ -13,7 +13,7 @@
 #include "data/file_bytes.h"
 #include "data/image_resize.h"
 #include "data/jpeg_decode.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 namespace fs = std::filesystem;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 namespace {

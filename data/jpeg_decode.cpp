@@ -2,7 +2,7 @@
 
 #include <turbojpeg.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 namespace {

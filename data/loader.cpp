@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "data/random.h"
-#include "engine/allocator.h"
-#include "engine/error.h"
+#include "runtime/allocator.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 namespace {

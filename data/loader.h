@@ -13,7 +13,7 @@
 
 #include "data/augment.h"
 #include "data/dataset.h"
-#include "engine/batch_source.h"
+#include "runtime/batch_source.h"
 
 namespace lockstep::data {
 

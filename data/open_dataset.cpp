@@ -6,7 +6,7 @@
 #include "data/idx.h"
 #include "data/image_folder.h"
 #include "data/split.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "data/random.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::data {
 

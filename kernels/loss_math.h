@@ -3,10 +3,18 @@
 // loop and the CUDA kernel. The loss of a row is logsumexp(z) - z[label];
 // its gradient is scale * (softmax(z) - onehot(label)).
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/host_device.h"
 
 namespace lockstep {
+
+// What a loss pass returns to the host: the sum of the rows' losses and the
+// count of rows whose top-1 prediction is the label.
+struct LossSums {
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+};
 
 LS_HD float row_max(const float* z, int classes) {
   float m = z[0];

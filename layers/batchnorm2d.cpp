@@ -1,7 +1,7 @@
 #include "layers/batchnorm2d.h"
 
-#include "engine/error.h"
-#include "engine/ops/batchnorm.h"
+#include "base/error.h"
+#include "ops/batchnorm.h"
 
 namespace lockstep {
 

@@ -1,7 +1,7 @@
 #include "layers/conv2d.h"
 
-#include "engine/error.h"
-#include "engine/ops/conv.h"
+#include "base/error.h"
+#include "ops/conv.h"
 #include "kernels/conv_geometry.h"
 
 namespace lockstep {

@@ -1,8 +1,8 @@
 #include "layers/dropout.h"
 
-#include "engine/error.h"
-#include "engine/ops/dropout.h"
-#include "engine/ops/tensor_ops.h"
+#include "base/error.h"
+#include "ops/dropout.h"
+#include "ops/tensor_ops.h"
 #include "kernels/random_math.h"
 
 namespace lockstep {

@@ -1,7 +1,7 @@
 #include "layers/flatten.h"
 
-#include "engine/error.h"
-#include "engine/ops/tensor_ops.h"
+#include "base/error.h"
+#include "ops/tensor_ops.h"
 
 namespace lockstep {
 

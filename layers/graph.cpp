@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/error.h"
-#include "engine/ops/loss.h"
+#include "base/error.h"
+#include "ops/loss.h"
 
 namespace lockstep {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model.h"
+#include "runtime/model.h"
 #include "layers/layer.h"
 
 namespace lockstep {

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/arena.h"
-#include "engine/context.h"
-#include "engine/model.h"
-#include "engine/tensor.h"
+#include "runtime/arena.h"
+#include "runtime/context.h"
+#include "runtime/model.h"
+#include "runtime/tensor.h"
 
 namespace lockstep {
 

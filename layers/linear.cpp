@@ -1,7 +1,7 @@
 #include "layers/linear.h"
 
-#include "engine/error.h"
-#include "engine/ops/linear.h"
+#include "base/error.h"
+#include "ops/linear.h"
 
 namespace lockstep {
 

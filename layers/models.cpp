@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"

@@ -1,7 +1,7 @@
 #include "layers/pool.h"
 
-#include "engine/error.h"
-#include "engine/ops/pool.h"
+#include "base/error.h"
+#include "ops/pool.h"
 
 namespace lockstep {
 

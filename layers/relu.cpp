@@ -1,7 +1,7 @@
 #include "layers/relu.h"
 
-#include "engine/error.h"
-#include "engine/ops/elementwise.h"
+#include "base/error.h"
+#include "ops/elementwise.h"
 
 namespace lockstep {
 

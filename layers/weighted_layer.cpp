@@ -1,6 +1,6 @@
 #include "layers/weighted_layer.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/device.h"
+#include "runtime/device.h"
 
 int main(int argc, char** argv) {
   bool listing = false;

@@ -4,7 +4,7 @@
 //   train_fashion_mnist [STEPS] [DATA]
 #include <lockstep/data/loader.h>
 #include <lockstep/data/open_dataset.h>
-#include <lockstep/engine/trainer.h>
+#include <lockstep/training/trainer.h>
 #include <lockstep/layers/models.h>
 
 #include <cstdio>

@@ -3,9 +3,9 @@
 
 #include "commands.h"
 #include "data/loader.h"
-#include "engine/checkpoint.h"
-#include "engine/error.h"
-#include "engine/trainer.h"
+#include "training/checkpoint.h"
+#include "base/error.h"
+#include "training/trainer.h"
 #include "layers/models.h"
 #include "progress.h"
 #include "setup.h"

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "engine/device.h"
+#include "runtime/device.h"
 
 namespace lockstep::app {
 

@@ -6,7 +6,7 @@
 #include <exception>
 
 #include "commands.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 using namespace lockstep::app;
 

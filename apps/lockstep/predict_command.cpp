@@ -7,8 +7,8 @@
 #include "commands.h"
 #include "data/augment.h"
 #include "data/image_folder.h"
-#include "engine/checkpoint.h"
-#include "engine/error.h"
+#include "training/checkpoint.h"
+#include "base/error.h"
 #include "layers/models.h"
 #include "setup.h"
 

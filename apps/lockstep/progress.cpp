@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::app {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/trainer.h"
+#include "training/trainer.h"
 
 namespace lockstep::app {
 

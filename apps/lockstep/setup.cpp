@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "data/dataset.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace lockstep::app {
 

@@ -7,7 +7,7 @@
 
 #include "data/augment.h"
 #include "data/open_dataset.h"
-#include "engine/device.h"
+#include "runtime/device.h"
 
 namespace lockstep::app {
 

@@ -12,8 +12,8 @@
 
 #include "commands.h"
 #include "data/loader.h"
-#include "engine/error.h"
-#include "engine/trainer.h"
+#include "base/error.h"
+#include "training/trainer.h"
 #include "layers/models.h"
 #include "progress.h"
 #include "setup.h"

@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "engine/context.h"
-#include "engine/error.h"
-#include "engine/local_communicator.h"
+#include "runtime/context.h"
+#include "base/error.h"
+#include "distributed/local_communicator.h"
 #include "plot.h"
 #include "suites.h"
 

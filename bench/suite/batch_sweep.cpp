@@ -8,7 +8,7 @@
 
 #include "child.h"
 #include "data/open_dataset.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "plot.h"
 #include "suites.h"
 

@@ -14,10 +14,10 @@
 
 #include "data/loader.h"
 #include "data/open_dataset.h"
-#include "engine/allocator.h"
-#include "engine/error.h"
-#include "engine/gradient_buckets.h"
-#include "engine/trainer.h"
+#include "runtime/allocator.h"
+#include "base/error.h"
+#include "distributed/gradient_buckets.h"
+#include "training/trainer.h"
 #include "layers/models.h"
 
 namespace lockstep::bench {

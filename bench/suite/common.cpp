@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "layers/models.h"
 
 namespace lockstep::bench {

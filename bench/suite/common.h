@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/device.h"
-#include "engine/shape.h"
+#include "runtime/device.h"
+#include "runtime/shape.h"
 
 namespace lockstep::bench {
 

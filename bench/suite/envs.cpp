@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "child.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "data/open_dataset.h"
 #include "plot.h"
 #include "suites.h"

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/error.h"
-#include "engine/memory.h"
-#include "engine/optimizer.h"
+#include "base/error.h"
+#include "runtime/memory.h"
+#include "ops/sgd.h"
 #include "layers/models.h"
 #include "plot.h"
 #include "suites.h"

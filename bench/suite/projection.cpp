@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "child.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "plot.h"
 #include "suites.h"
 

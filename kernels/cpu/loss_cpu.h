@@ -1,12 +1,11 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/loss_math.h"
+
 namespace lockstep::cpu {
 
-struct LossSums {
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-};
+using lockstep::LossSums;
 
 // Softmax cross-entropy over `rows` rows of `classes` logits with integer labels
 // (already checked to lie in [0, classes)). Writes scale * dLoss/dlogits into

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <climits>
 
-#include "engine/cuda/cuda_check.h"
-#include "engine/error.h"
+#include "base/cuda/cuda_check.h"
+#include "base/error.h"
 #include "kernels/bn_math.h"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"

@@ -1,7 +1,7 @@
 // Dropout: each thread recomputes its elements' draws; nothing is stored.
 #include "kernels/cuda/dropout_cuda.h"
 
-#include "engine/cuda/cuda_check.h"
+#include "base/cuda/cuda_check.h"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/dropout_math.h"
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "engine/cuda/cuda_check.h"
+#include "base/cuda/cuda_check.h"
 #include "kernels/elementwise_math.h"
 
 namespace lockstep::cuda {

@@ -10,9 +10,8 @@
 #include <cfloat>
 #include <climits>
 
-#include "engine/cuda/cuda_check.h"
-#include "engine/cuda/cuda_context.h"
-#include "engine/error.h"
+#include "base/cuda/cuda_check.h"
+#include "base/error.h"
 #include "kernels/loss_math.h"
 
 namespace lockstep::cuda {
@@ -37,8 +36,8 @@ struct LossResult {
 
 constexpr size_t kPartialsOffset = 256;  // LossResult first, then one LossPartial per block
 static_assert(sizeof(LossResult) <= kPartialsOffset);
-static_assert(kPartialsOffset + kMaxBlocks * sizeof(LossPartial) <= CudaState::reduce_scratch_bytes);
-static_assert(sizeof(LossResult) + sizeof(int32_t) <= CudaState::readback_bytes);
+constexpr size_t kDeviceScratchBytes = kPartialsOffset + kMaxBlocks * sizeof(LossPartial);
+constexpr size_t kHostScratchBytes = sizeof(LossResult) + sizeof(int32_t);
 
 __global__ void __launch_bounds__(kThreads)
     cross_entropy_rows(const float* logits, const int32_t* labels, int64_t rows, int classes, float scale,
@@ -137,15 +136,16 @@ __global__ void __launch_bounds__(kThreads) sum_partials(const LossPartial* part
 
 }  // namespace
 
-cpu::LossSums softmax_cross_entropy(CudaState& state, const float* logits, const int32_t* labels, int64_t rows,
-                                    int classes, float scale, float* grad) {
-  cpu::LossSums sums;
+LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const float* logits,
+                               const int32_t* labels, int64_t rows, int classes, float scale, float* grad) {
+  LossSums sums;
   if (rows <= 0) return sums;
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
-  DeviceGuard guard(state.device);  // the host waits here anyway: the guard costs nothing that matters
-  cudaStream_t stream = state.compute_stream;
-  auto* result = static_cast<LossResult*>(state.reduce_scratch);
-  auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(state.reduce_scratch) + kPartialsOffset);
+  LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes && scratch.host_bytes >= kHostScratchBytes,
+           "softmax_cross_entropy: scratch of ", scratch.device_bytes, " device and ", scratch.host_bytes,
+           " host bytes, needs ", kDeviceScratchBytes, " and ", kHostScratchBytes);
+  auto* result = static_cast<LossResult*>(scratch.device);
+  auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(scratch.device) + kPartialsOffset);
   const int blocks = static_cast<int>(std::min<int64_t>(kMaxBlocks, (rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
 
   // All bytes 0xff: bad_row = kNoBadRow.
@@ -155,7 +155,7 @@ cpu::LossSums softmax_cross_entropy(CudaState& state, const float* logits, const
   sum_partials<<<1, kThreads, 0, stream>>>(partials, blocks, result);
   LS_CUDA_CHECK_LAUNCH("sum_partials");
 
-  auto* host = static_cast<LossResult*>(state.readback);
+  auto* host = static_cast<LossResult*>(scratch.host);
   LS_CUDA_CHECK(cudaMemcpyAsync(host, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (host->bad_row != kNoBadRow) {

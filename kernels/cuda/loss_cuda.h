@@ -1,22 +1,30 @@
 #pragma once
 // Softmax cross-entropy on the GPU: the same result as the CPU reference
 // (kernels/cpu/loss_cpu.h), from the same math (kernels/loss_math.h).
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
 #include <cstdint>
 
-#include "kernels/cpu/loss_cpu.h"
-
-namespace lockstep {
-struct CudaState;
-}
+#include "kernels/loss_math.h"
 
 namespace lockstep::cuda {
 
-// One warp per row, on state's compute stream. The loss sum (in double, in a
+// Where the loss pass reduces and reads back: `device` bytes on the GPU and
+// `host` pinned bytes, used by one pass at a time (it waits before returning).
+struct LossScratch {
+  void* device = nullptr;
+  size_t device_bytes = 0;
+  void* host = nullptr;
+  size_t host_bytes = 0;
+};
+
+// One warp per row, on `stream` (its device current on the calling thread). The loss sum (in double, in a
 // fixed order, so the same inputs give the same bits) and the correct count
 // are reduced on the device and read back, so this waits for the stream.
 // Writes scale * dLoss/dlogits into `grad` when it is not null. A label
 // outside [0, classes) raises an Error naming the first such sample.
-cpu::LossSums softmax_cross_entropy(CudaState& state, const float* logits, const int32_t* labels, int64_t rows,
-                                    int classes, float scale, float* grad);
+LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const float* logits,
+                               const int32_t* labels, int64_t rows, int classes, float scale, float* grad);
 
 }  // namespace lockstep::cuda

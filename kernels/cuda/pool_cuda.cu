@@ -3,7 +3,7 @@
 // the plane walk whole planes.
 #include "kernels/cuda/pool_cuda.h"
 
-#include "engine/cuda/cuda_check.h"
+#include "base/cuda/cuda_check.h"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // CUDA launchers of global average pooling over planes (N * C planes of
 // plane_size values each); max and average pooling over windows go through
-// cuDNN (engine/cuda/cudnn_ops.h).
+// cuDNN (runtime/cuda/cudnn_ops.h).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/cuda/cuda_check.h"
-#include "engine/error.h"
+#include "base/cuda/cuda_check.h"
+#include "base/error.h"
 
 namespace lockstep::cuda {
 namespace {

@@ -2,7 +2,7 @@
 // benchmark compares the plain update.
 #include "kernels/cuda/sgd_unfused_cuda.h"
 
-#include "engine/cuda/cuda_check.h"
+#include "base/cuda/cuda_check.h"
 #include "kernels/cuda/launch_util.cuh"
 
 namespace lockstep::cuda {

@@ -5,8 +5,8 @@
 #include <climits>
 #include <cstdint>
 
-#include "engine/cuda/cuda_check.h"
-#include "engine/error.h"
+#include "base/cuda/cuda_check.h"
+#include "base/error.h"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "engine/ops/tensor_ops.h"
+#include "ops/tensor_ops.h"
 #include "layers/add.h"
 #include "support/layer_harness.h"
 

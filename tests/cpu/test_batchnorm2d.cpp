@@ -2,8 +2,8 @@
 #include <cmath>
 #include <random>
 
-#include "engine/error.h"
-#include "engine/ops/batchnorm.h"
+#include "base/error.h"
+#include "ops/batchnorm.h"
 #include "layers/batchnorm2d.h"
 #include "support/layer_harness.h"
 

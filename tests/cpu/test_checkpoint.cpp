@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/checkpoint.h"
+#include "training/checkpoint.h"
 #include "layers/models.h"
 
 using namespace lockstep;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "engine/error.h"
-#include "engine/ops/conv.h"
+#include "base/error.h"
+#include "ops/conv.h"
 #include "layers/conv2d.h"
 #include "support/layer_harness.h"
 

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "data/augment.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 using namespace lockstep;
 using namespace lockstep::data;

@@ -2,7 +2,7 @@
 
 #include "data/cifar.h"
 #include "data/open_dataset.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "test_data_util.h"
 
 using namespace lockstep;

@@ -5,7 +5,7 @@
 #include "data/image_folder.h"
 #include "data/loader.h"
 #include "data/open_dataset.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "test_data_util.h"
 
 using namespace lockstep;

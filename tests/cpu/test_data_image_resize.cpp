@@ -6,7 +6,7 @@
 
 #include "data/image_resize.h"
 #include "data/random.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 using namespace lockstep;
 using namespace lockstep::data;

@@ -8,7 +8,7 @@
 #include "data/image_resize.h"
 #include "data/jpeg_decode.h"
 #include "data/loader.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "test_data_util.h"
 
 using namespace lockstep;

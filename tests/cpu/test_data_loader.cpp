@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "data/loader.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 using namespace lockstep;
 using namespace lockstep::data;

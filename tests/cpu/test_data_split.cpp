@@ -4,7 +4,7 @@
 #include <set>
 
 #include "data/split.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 using namespace lockstep;
 using namespace lockstep::data;

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/ops/dropout.h"
+#include "ops/dropout.h"
 #include "layers/dropout.h"
 #include "support/layer_harness.h"
 

@@ -14,9 +14,9 @@
 #include <set>
 #include <string>
 
-#include "engine/error.h"
-#include "engine/replica_manager.h"
-#include "engine/safetensors.h"
+#include "base/error.h"
+#include "distributed/replica_manager.h"
+#include "training/safetensors.h"
 #include "layers/models.h"
 
 using namespace lockstep;

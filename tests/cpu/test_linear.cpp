@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "engine/error.h"
-#include "engine/ops/linear.h"
+#include "base/error.h"
+#include "ops/linear.h"
 #include "layers/linear.h"
 #include "support/layer_harness.h"
 

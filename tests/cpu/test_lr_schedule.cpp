@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "engine/error.h"
-#include "engine/lr_schedule.h"
+#include "base/error.h"
+#include "training/lr_schedule.h"
 
 using namespace lockstep;
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <random>
 
-#include "engine/error.h"
-#include "engine/replica_manager.h"
+#include "base/error.h"
+#include "distributed/replica_manager.h"
 #include "layers/models.h"
 
 using namespace lockstep;

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <random>
 
-#include "engine/ops/pool.h"
+#include "ops/pool.h"
 #include "layers/pool.h"
 #include "support/layer_harness.h"
 

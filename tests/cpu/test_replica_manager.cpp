@@ -6,10 +6,10 @@
 #include <cmath>
 #include <thread>
 
-#include "engine/batch_split.h"
-#include "engine/error.h"
-#include "engine/local_communicator.h"
-#include "engine/replica_manager.h"
+#include "distributed/batch_split.h"
+#include "base/error.h"
+#include "distributed/local_communicator.h"
+#include "distributed/replica_manager.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "engine/optimizer.h"
+#include "ops/sgd.h"
 
 using namespace lockstep;
 

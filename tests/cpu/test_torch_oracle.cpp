@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/ops/batchnorm.h"
-#include "engine/ops/conv.h"
-#include "engine/ops/linear.h"
-#include "engine/ops/loss.h"
-#include "engine/ops/pool.h"
-#include "engine/safetensors.h"
+#include "ops/batchnorm.h"
+#include "ops/conv.h"
+#include "ops/linear.h"
+#include "ops/loss.h"
+#include "ops/pool.h"
+#include "training/safetensors.h"
 
 using namespace lockstep;
 

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "data/loader.h"
-#include "engine/error.h"
-#include "engine/trainer.h"
+#include "base/error.h"
+#include "training/trainer.h"
 #include "layers/models.h"
 #include "test_data_util.h"
 

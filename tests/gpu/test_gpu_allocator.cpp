@@ -3,11 +3,11 @@
 #include <cstring>
 #include <thread>
 
-#include "engine/allocator.h"
-#include "engine/cuda/cuda_allocator.h"
-#include "engine/cuda/cuda_memory.h"
-#include "engine/memory.h"
-#include "engine/tensor.h"
+#include "runtime/allocator.h"
+#include "runtime/cuda/cuda_allocator.h"
+#include "runtime/cuda/cuda_memory.h"
+#include "runtime/memory.h"
+#include "runtime/tensor.h"
 
 using namespace lockstep;
 

@@ -1,10 +1,10 @@
 #include <catch2/catch.hpp>
 
-#include "engine/context.h"
-#include "engine/cuda/cuda_allocator.h"
-#include "engine/cuda/cuda_check.h"
-#include "engine/cuda/cuda_context.h"
-#include "engine/device.h"
+#include "runtime/context.h"
+#include "runtime/cuda/cuda_allocator.h"
+#include "base/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/device.h"
 
 using namespace lockstep;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "engine/cuda/cuda_context.h"
-#include "engine/ops/elementwise.h"
+#include "runtime/cuda/cuda_context.h"
+#include "ops/elementwise.h"
 #include "gpu_compare.h"
 #include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/cuda/elementwise_cuda.h"

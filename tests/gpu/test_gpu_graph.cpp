@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "engine/error.h"
-#include "engine/replica_manager.h"
+#include "base/error.h"
+#include "distributed/replica_manager.h"
 #include "gpu_compare.h"
 #include "layers/models.h"
 #include "support/layer_harness.h"

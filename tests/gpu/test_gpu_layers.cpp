@@ -10,8 +10,8 @@
 #include <functional>
 #include <limits>
 
-#include "engine/ops/dropout.h"
-#include "engine/ops/pool.h"
+#include "ops/dropout.h"
+#include "ops/pool.h"
 #include "gpu_compare.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"

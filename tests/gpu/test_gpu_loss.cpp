@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "engine/cuda/cuda_context.h"
-#include "engine/ops/loss.h"
+#include "runtime/cuda/cuda_context.h"
+#include "ops/loss.h"
 #include "gpu_compare.h"
 #include "kernels/cpu/loss_cpu.h"
 #include "kernels/cuda/loss_cuda.h"

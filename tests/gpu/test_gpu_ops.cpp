@@ -6,11 +6,11 @@
 
 #include <cstring>
 
-#include "engine/cuda/cuda_context.h"
-#include "engine/cuda/cudnn_plans.h"
-#include "engine/ops/batchnorm.h"
-#include "engine/ops/conv.h"
-#include "engine/ops/linear.h"
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cudnn_plans.h"
+#include "ops/batchnorm.h"
+#include "ops/conv.h"
+#include "ops/linear.h"
 #include "gpu_compare.h"
 #include "kernels/cuda/tensor_ops_cuda.h"
 #include "support/layer_harness.h"

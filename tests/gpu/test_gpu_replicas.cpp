@@ -7,10 +7,10 @@
 #include <cmath>
 #include <thread>
 
-#include "engine/cuda/cuda_context.h"
-#include "engine/cuda/nccl_communicator.h"
-#include "engine/device.h"
-#include "engine/replica_manager.h"
+#include "runtime/cuda/cuda_context.h"
+#include "distributed/cuda/nccl_communicator.h"
+#include "runtime/device.h"
+#include "distributed/replica_manager.h"
 #include "gpu_compare.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"

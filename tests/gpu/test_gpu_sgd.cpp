@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "engine/cuda/cuda_context.h"
-#include "engine/optimizer.h"
+#include "runtime/cuda/cuda_context.h"
+#include "ops/sgd.h"
 #include "gpu_compare.h"
 #include "kernels/cpu/sgd_cpu.h"
 #include "kernels/cuda/sgd_cuda.h"

@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/arena.h"
-#include "engine/context.h"
+#include "runtime/arena.h"
+#include "runtime/context.h"
 #include "layers/layer.h"
 
 namespace lockstep::testing {

@@ -4,8 +4,8 @@
 // convolution of it (so their statistics do not depend on the split).
 #include <memory>
 
-#include "engine/batch_source.h"
-#include "engine/model.h"
+#include "runtime/batch_source.h"
+#include "runtime/model.h"
 
 namespace lockstep::testing {
 

@@ -4,7 +4,7 @@ The layout: an 8-byte little-endian header length, a JSON header giving each
 tensor's dtype, shape and byte range in the data block, then the raw
 little-endian data. Debian's PyTorch ships without the safetensors package, and
 the format is simple enough that writing it here keeps the test independent of
-our own C++ writer (engine/safetensors.cpp), which it exercises from the other side.
+our own C++ writer (training/safetensors.cpp), which it exercises from the other side.
 """
 
 import json

@@ -1,0 +1,36 @@
+#pragma once
+// lockstep::Error is the one exception type the library throws. Its message
+// names what failed (the call or the check), why, and where (device, file:line).
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace lockstep {
+
+class Error : public std::runtime_error {
+public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+[[noreturn]] void throw_error(const std::string& message, const char* file, int line);
+// `file` (a __FILE__) relative to the source tree, as error messages name it.
+std::string source_path(const char* file);
+
+namespace detail {
+template <typename... Parts> std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+}  // namespace detail
+
+}  // namespace lockstep
+
+// LS_CHECK(cond, parts...): throws lockstep::Error with the parts streamed
+// together (a message a user can act on), followed by file:line.
+#define LS_CHECK(cond, ...)                                                                              \
+  do {                                                                                                   \
+    if (!(cond)) ::lockstep::throw_error(::lockstep::detail::concat(__VA_ARGS__), __FILE__, __LINE__); \
+  } while (0)
+
+#define LS_FAIL(...) ::lockstep::throw_error(::lockstep::detail::concat(__VA_ARGS__), __FILE__, __LINE__)

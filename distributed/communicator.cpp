@@ -1,0 +1,33 @@
+#include "distributed/communicator.h"
+
+#include <set>
+
+#include "base/error.h"
+#include "distributed/local_communicator.h"
+
+#if LOCKSTEP_WITH_CUDA
+#include "distributed/cuda/nccl_communicator.h"
+#endif
+
+namespace lockstep {
+
+std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices,
+                                                std::chrono::milliseconds timeout) {
+  LS_CHECK(!devices.empty(), "a communicator needs at least one rank");
+  std::set<int> gpus;
+  bool all_gpu = true;
+  for (const Device& d : devices) {
+    all_gpu = all_gpu && d.is_cuda();
+    if (d.is_cuda()) gpus.insert(d.index);
+  }
+  LS_CHECK(gpus.empty() || all_gpu, "replicas must all be on the CPU or all on GPUs");
+#if LOCKSTEP_WITH_CUDA
+  if (all_gpu && devices.size() > 1 && gpus.size() == devices.size())
+    return std::make_unique<NcclCommunicator>(devices, timeout);
+#endif
+  LS_CHECK(gpus.size() <= 1, "ranks on ", gpus.size(), " GPUs with some sharing a GPU: NCCL takes one rank per GPU, "
+           "and the local communicator one device");
+  return std::make_unique<LocalCommunicator>(static_cast<int>(devices.size()), timeout);
+}
+
+}  // namespace lockstep

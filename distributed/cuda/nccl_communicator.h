@@ -1,0 +1,54 @@
+#pragma once
+// NcclCommunicator: one NCCL rank per distinct GPU of this process, made
+// with ncclCommInitAll; each rank is driven by its replica's thread. A
+// collective is queued on the context's communication stream after an event
+// that marks the gradients' producer on the compute stream, so it overlaps
+// the rest of backward; wait() makes the compute stream wait for it in turn.
+// A watchdog thread turns a collective that has not finished within the
+// timeout, or an asynchronous NCCL error, into an abort of every rank.
+#include <nccl.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "distributed/communicator.h"
+#include "runtime/cuda/cuda_context.h"
+
+namespace lockstep {
+
+class NcclCommunicator final : public Communicator {
+public:
+  NcclCommunicator(const std::vector<Device>& devices, std::chrono::milliseconds timeout);
+  ~NcclCommunicator() override;
+
+  int size() const override { return static_cast<int>(comms_.size()); }
+  void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) override;
+  void wait(int rank, Context& ctx) override;
+  void abort(const std::string& reason) override;
+
+private:
+  struct Rank {
+    int device = 0;
+    cudaEvent_t produced = nullptr;   // compute stream -> comm stream
+    cudaEvent_t reduced = nullptr;    // comm stream -> compute stream
+    std::chrono::steady_clock::time_point pending_since{};
+    bool pending = false;             // a collective queued and not yet seen complete
+  };
+  void watchdog_loop();
+  void check_usable(int rank) const;
+
+  std::vector<ncclComm_t> comms_;
+  std::vector<Rank> ranks_;
+  std::chrono::milliseconds timeout_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::atomic<bool> aborted_{false};
+  std::string abort_reason_;
+  bool stopping_ = false;
+  std::thread watchdog_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,55 @@
+#pragma once
+// LocalCommunicator: an in-process all-reduce for replicas that share a device
+// (the CPU, or one GPU). Every rank posts its buffer; then each rank sums its
+// share of the elements over all ranks, always in rank order, into a shared
+// result, and copies the result back. So every rank ends with bit-identical
+// sums, and the work is spread over the ranks' threads.
+//
+// On a GPU the buffers are device memory filled by kernels on each rank's
+// compute stream: a rank waits for its streams before it posts, sums its
+// share with a kernel over every rank's buffer into a shared device result,
+// and copies the result back on its stream, waiting at each step, so no rank
+// reads a buffer still being written. All ranks must share one GPU (NCCL
+// serves ranks on distinct GPUs).
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/communicator.h"
+
+namespace lockstep {
+
+class LocalCommunicator final : public Communicator {
+public:
+  explicit LocalCommunicator(int ranks, std::chrono::milliseconds timeout = default_collective_timeout);
+  int size() const override { return ranks_; }
+  void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) override;
+  void wait(int rank, Context& ctx) override;
+  void abort(const std::string& reason) override;
+
+private:
+  // Blocks until every rank has arrived at this barrier or the communicator is aborted or times out.
+  void arrive_and_wait(int rank, const char* where);
+  void all_reduce_host(int rank, float* data, int64_t count);
+  void all_reduce_device(int rank, Context& ctx, float* data, int64_t count);
+  // Checks, after the post barrier, that every rank posted `count` floats on `device`.
+  void check_posted(int rank, int64_t count, Device device) const;
+
+  int ranks_;
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<bool> rank_arrived_;
+  bool aborted_ = false;
+  std::string abort_reason_;
+  std::vector<float*> buffers_;
+  std::vector<int64_t> counts_;
+  std::vector<Device> devices_;
+  std::vector<float> result_;
+  Tensor device_result_;  // the GPU path's shared sum
+};
+
+}  // namespace lockstep

@@ -1,0 +1,210 @@
+#include "distributed/replica_manager.h"
+
+#include <cstring>
+
+#include "distributed/batch_split.h"
+#include "distributed/bn_sync.h"
+#include "base/error.h"
+#include "distributed/gradient_buckets.h"
+
+namespace lockstep {
+
+struct ReplicaManager::Replica {
+  int rank = 0;
+  Device device;
+  std::unique_ptr<Context> ctx;
+  std::unique_ptr<Model> model;
+  std::vector<Bucket> buckets;
+  StepMetrics metrics;
+  PhaseTimes times;
+  WorkerThread thread;  // last member: joined before the rest is destroyed
+};
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// The slice of a host batch for one replica, on that replica's device: on a
+// GPU copied asynchronously on the compute stream (from pinned memory when
+// the loader's batches are pinned). The host batch must stay untouched until
+// the step's loss read-back has waited for that stream, which every step does.
+Tensor slice_to_device(const Tensor& host, Slice slice, Context& ctx) {
+  Tensor part = host.batch_slice(slice.offset, slice.count);
+  if (ctx.device().is_cpu()) return part;
+  Tensor on_device = Tensor::empty(part.shape(), ctx.device(), part.dtype());
+  ctx.copy(part, on_device);
+  return on_device;
+}
+}  // namespace
+
+ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<Device>& devices,
+                               ReplicaOptions options)
+    : options_(options) {
+  LS_CHECK(!devices.empty(), "a replica manager needs at least one device");
+  comm_ = make_communicator(devices, options_.collective_timeout);
+  for (size_t r = 0; r < devices.size(); ++r) {
+    auto replica = std::make_unique<Replica>();
+    replica->rank = static_cast<int>(r);
+    replica->device = devices[r];
+    replicas_.push_back(std::move(replica));
+  }
+  run_on_all([&](Replica& r) {
+    r.ctx = std::make_unique<Context>(r.device, options_.context);
+    r.ctx->make_current();
+    r.model = factory(r.device);
+    LS_CHECK(r.model != nullptr, "the model factory returned no model for ", r.device.str());
+    r.buckets = make_gradient_buckets(r.model->arenas(), options_.bucket_bytes);
+  });
+  broadcast_from_first();
+}
+
+ReplicaManager::~ReplicaManager() {
+  // Release any rank still blocked in a collective before the threads join.
+  if (comm_) comm_->abort("the replica manager is being destroyed");
+}
+
+Model& ReplicaManager::model(int rank) { return *replicas_.at(rank)->model; }
+Device ReplicaManager::device(int rank) const { return replicas_.at(rank)->device; }
+
+void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
+  LS_CHECK(!failed_, "the replica manager failed earlier and cannot run another step");
+  std::vector<std::future<void>> done;
+  std::vector<std::string> errors(replicas_.size());
+  for (auto& replica : replicas_) {
+    Replica* r = replica.get();
+    done.push_back(r->thread.submit([this, r, &job, &errors] {
+      try {
+        // The replica's GPU must be current on its thread for kernel launches.
+        if (r->ctx) r->ctx->make_current();
+        job(*r);
+      } catch (const std::exception& e) {
+        errors[r->rank] = e.what();
+        comm_->abort("replica " + std::to_string(r->rank) + " on " + r->device.str() + " failed");
+      }
+    }));
+  }
+  for (auto& f : done) f.wait();
+  // Report the replica that failed first-hand, not those it cancelled.
+  int first = -1;
+  for (size_t r = 0; r < errors.size(); ++r) {
+    if (errors[r].empty()) continue;
+    bool cancelled = errors[r].find("cancelled:") != std::string::npos;
+    if (first < 0 || (!cancelled && errors[first].find("cancelled:") != std::string::npos)) first = static_cast<int>(r);
+  }
+  if (first >= 0) {
+    failed_ = true;
+    LS_FAIL("replica ", first, " on ", replicas_[first]->device.str(), ": ", errors[first]);
+  }
+}
+
+StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd) {
+  const int64_t global = batch.count;
+  LS_CHECK(global > 0, "train_step on an empty batch");
+  LS_CHECK(batch.images.dim(0) >= global && batch.labels.numel() >= global, "batch of ", global,
+           " samples with images ", batch.images.shape().str(), " and ", batch.labels.numel(), " labels");
+  const int n = size();
+  const uint64_t step = step_;
+  run_on_all([&](Replica& r) {
+    Slice slice = replica_slice(global, n, r.rank);
+    auto t0 = Clock::now();
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
+    r.ctx->seed = options_.seed;
+    r.ctx->step = step;
+    r.ctx->sample_offset = slice.offset;
+    auto t1 = Clock::now();
+
+    // Each bucket goes as soon as backward has finished every gradient in it.
+    ParameterArenas& arenas = r.model->arenas();
+    size_t next_bucket = 0;
+    GradReadyCallback on_ready;
+    if (n > 1)
+      on_ready = [&](int64_t first_ready) {
+        for (; next_bucket < r.buckets.size() && r.buckets[next_bucket].begin >= first_ready; ++next_bucket) {
+          const Bucket& b = r.buckets[next_bucket];
+          comm_->all_reduce_sum(r.rank, *r.ctx, arenas.grads.data() + b.begin, b.end - b.begin);
+        }
+      };
+    r.metrics = r.model->train_step(*r.ctx, images, labels, 1.0f / static_cast<float>(global), on_ready);
+    float weight = static_cast<float>(slice.count) / static_cast<float>(global);
+    synchronize_batch_norm(*r.model, *r.ctx, comm_.get(), r.rank, weight);
+    if (n > 1) comm_->wait(r.rank, *r.ctx);
+    if (options_.context.sync_timing) r.ctx->synchronize();
+    auto t3 = Clock::now();
+    sgd_step(*r.ctx, arenas, sgd, lr);
+    if (options_.context.sync_timing) r.ctx->synchronize();
+    auto t4 = Clock::now();
+
+    r.times.data += seconds(t0, t1);
+    r.times.forward += r.ctx->forward_seconds;
+    r.times.backward += r.ctx->backward_seconds;
+    // Whatever of the step the model did not spend computing was spent waiting on collectives.
+    r.times.communication += std::max(0.0, seconds(t1, t3) - r.ctx->forward_seconds - r.ctx->backward_seconds);
+    r.times.update += seconds(t3, t4);
+    r.times.steps += 1;
+  });
+  ++step_;
+  times_ = replicas_[0]->times;
+  StepMetrics total;
+  for (auto& r : replicas_) total += r->metrics;
+  return total;
+}
+
+StepMetrics ReplicaManager::evaluate(const HostBatch& batch) {
+  const int64_t global = batch.count;
+  const int n = size();
+  run_on_all([&](Replica& r) {
+    Slice slice = replica_slice(global, n, r.rank);
+    r.metrics = {};
+    if (slice.count == 0) return;
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
+    r.metrics = r.model->evaluate(*r.ctx, images, labels);
+  });
+  StepMetrics total;
+  for (auto& r : replicas_) total += r->metrics;
+  return total;
+}
+
+std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
+  const int64_t global = batch.count;
+  const int64_t classes = replicas_[0]->model->num_classes();
+  std::vector<float> out(global * classes);
+  run_on_all([&](Replica& r) {
+    Slice slice = replica_slice(global, size(), r.rank);
+    if (slice.count == 0) return;
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    std::vector<float> part = r.model->logits(*r.ctx, images).to_vector();
+    std::copy(part.begin(), part.end(), out.begin() + slice.offset * classes);
+  });
+  return out;
+}
+
+void ReplicaManager::broadcast_from_first() {
+  if (size() == 1) return;
+  Model& first = *replicas_[0]->model;
+  run_on_all([&](Replica& r) {
+    if (r.rank == 0) return;
+    ParameterArenas& a = r.model->arenas();
+    a.params.copy_from(first.arenas().params);
+    a.momentum.copy_from(first.arenas().momentum);
+    r.model->state_arena().copy_from(first.state_arena());
+  });
+}
+
+bool ReplicaManager::replicas_identical() {
+  auto bytes_of = [](const Tensor& t) { return t.to_vector(); };
+  Model& first = *replicas_[0]->model;
+  auto p0 = bytes_of(first.arenas().params), v0 = bytes_of(first.arenas().momentum),
+       s0 = bytes_of(first.state_arena());
+  for (int r = 1; r < size(); ++r) {
+    Model& m = *replicas_[r]->model;
+    auto p = bytes_of(m.arenas().params), v = bytes_of(m.arenas().momentum), s = bytes_of(m.state_arena());
+    if (std::memcmp(p.data(), p0.data(), p.size() * 4) || std::memcmp(v.data(), v0.data(), v.size() * 4) ||
+        std::memcmp(s.data(), s0.data(), s.size() * 4))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace lockstep

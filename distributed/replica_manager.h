@@ -1,0 +1,89 @@
+#pragma once
+// ReplicaManager: one Replica per participating device (several may share a
+// device, e.g. the CPU or one GPU), each with its own context, its own copy of
+// the model and one long-lived thread. A step splits the global batch,
+// runs forward/backward on every replica with the gradient all-reduce launched
+// bucket by bucket as backward finishes them, combines the batch-norm
+// statistics exactly, and applies the fused SGD-momentum update on every
+// replica, so the replicas stay bit-identical without a broadcast.
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "runtime/batch_source.h"
+#include "distributed/communicator.h"
+#include "runtime/model.h"
+#include "ops/sgd.h"
+#include "runtime/worker_thread.h"
+
+namespace lockstep {
+
+struct ReplicaOptions {
+  size_t bucket_bytes = size_t(25) << 20;  // gradient all-reduce bucket size
+  std::chrono::milliseconds collective_timeout = default_collective_timeout;
+  ContextOptions context;
+  uint64_t seed = 0;  // dropout and the like; parameters come from the factory
+};
+
+// Seconds spent in each phase, summed over the steps since the last reset
+// (replica 0's view; the slowest replica sets the pace, so the phases of the
+// others mostly show up as exposed communication).
+struct PhaseTimes {
+  double data = 0.0;          // host batch slice to the device
+  double forward = 0.0;
+  double backward = 0.0;
+  double communication = 0.0; // exposed: waiting for all-reduces after backward, BN combination
+  double update = 0.0;
+  int64_t steps = 0;
+};
+
+class ReplicaManager {
+public:
+  // Builds one replica per entry of `devices` (repeats allowed) with
+  // `factory`, on the replica's own thread, then copies replica 0's
+  // parameters and statistics to the others.
+  ReplicaManager(const ModelFactory& factory, const std::vector<Device>& devices, ReplicaOptions options = {});
+  ~ReplicaManager();
+  ReplicaManager(const ReplicaManager&) = delete;
+  ReplicaManager& operator=(const ReplicaManager&) = delete;
+
+  int size() const { return static_cast<int>(replicas_.size()); }
+  Model& model(int rank);
+  Device device(int rank) const;
+
+  // One training step on a global batch in host memory. Returns the summed
+  // metrics of all replicas. Throws one Error naming the replica and device
+  // if any replica fails; the manager is unusable afterwards.
+  StepMetrics train_step(const HostBatch& batch, float lr, const SgdConfig& sgd);
+  // Inference over a batch; every sample counted once whatever the split.
+  StepMetrics evaluate(const HostBatch& batch);
+  // Inference-mode logits [count x classes] of a batch, row-major on the host.
+  std::vector<float> logits(const HostBatch& batch);
+
+  // Copies replica 0's parameters, momentum and running statistics to the
+  // others (after loading a checkpoint into replica 0).
+  void broadcast_from_first();
+  // True when every replica's parameters, momentum and statistics are
+  // bit-identical to replica 0's.
+  bool replicas_identical();
+
+  uint64_t step() const { return step_; }
+  void set_step(uint64_t step) { step_ = step; }
+  const PhaseTimes& phase_times() const { return times_; }
+  void reset_phase_times() { times_ = {}; }
+
+private:
+  struct Replica;
+  // Runs `job` on every replica's thread; on failure aborts the communicator
+  // so no replica stays blocked, waits for all, and throws the first error.
+  void run_on_all(const std::function<void(Replica&)>& job);
+
+  ReplicaOptions options_;
+  std::unique_ptr<Communicator> comm_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  uint64_t step_ = 0;
+  bool failed_ = false;
+  PhaseTimes times_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,57 @@
+#pragma once
+// 2-D batch normalisation on tensors of one device (images [N, C, H, W], every
+// per-channel tensor [C]), dispatched by the context's device; and the
+// running-statistics update and exact statistics combination that the replica
+// manager applies after each step.
+#include <cstdint>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/model.h"
+#include "runtime/tensor.h"
+
+namespace lockstep::ops {
+
+// Training forward: the batch mean and biased variance of each channel over
+// N*H*W (two passes, the variance around the mean), then
+// y = gamma * (x - mean) / sqrt(var + eps) + beta. Writes batch_mean and
+// batch_var (for the replica manager) and saved_mean and saved_inv_std, the
+// only ones batchnorm_backward reads, so the manager may combine the batch
+// statistics in place while backward still runs.
+void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                             Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
+                             Tensor& saved_inv_std);
+
+// Inference forward with the running statistics.
+void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y);
+
+// Backward of batchnorm_forward_train, from its saved_mean and saved_inv_std:
+// writes dgamma = sum(dy * xhat) and dbeta = sum(dy) per channel and, when dx
+// is not null, writes (adds, when accumulate) the full batch-statistics
+// gradient dL/dx.
+void batchnorm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                        const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta,
+                        Tensor* dx, bool accumulate);
+
+// running = (1 - s.momentum) * running + s.momentum * value, for the mean and
+// for the UNBIASED variance biased_var * M/(M-1), M = values_per_channel (the
+// values behind the statistics over all replicas, B*H*W). With M <= 1 the
+// unbiased variance is undefined (0/0), so the biased one is used rather than
+// letting inf or NaN into running_var. mean and biased_var are [C] on ctx's
+// device, like s.running_mean and s.running_var.
+void batchnorm_update_running(Context& ctx, BatchNormState& s, const Tensor& mean, const Tensor& biased_var,
+                              int64_t values_per_channel);
+
+// One replica's per-channel batch statistics, copied to the host.
+struct HostBatchStats {
+  std::vector<float> mean, var;  // [C]; var is the biased variance
+};
+
+// Exact combination of per-replica statistics (in double on the host): with
+// weights w_r = n_r / B (non-negative, summing to 1),
+//   m = sum w_r m_r,  v = sum w_r (v_r + (m_r - m)^2),
+// the mean and biased variance of all the replicas' values together.
+HostBatchStats combine_batch_stats(const std::vector<double>& weights, const std::vector<HostBatchStats>& replicas);
+
+}  // namespace lockstep::ops

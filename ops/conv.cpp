@@ -1,0 +1,120 @@
+#include "ops/conv.h"
+
+#include "base/error.h"
+#include "ops/checks.h"
+#include "kernels/cpu/conv_cpu.h"
+
+#if LOCKSTEP_WITH_CUDA
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cudnn_ops.h"
+#include "kernels/cuda/batchnorm_cuda.h"
+#endif
+
+namespace lockstep::ops {
+
+namespace {
+
+void check_output(const char* op, const char* what, const Tensor& t, const ConvGeometry& g) {
+  Shape expected{g.batch, g.out_channels, g.out_h, g.out_w};
+  LS_CHECK(t.shape() == expected, op, ": ", what, " is ", t.shape().str(), ", expected ", expected.str());
+}
+
+// Scratch for a chunk of samples' column matrix and product (kernels/cpu/conv_cpu.h).
+float* column_buffer(Context& ctx, const ConvGeometry& g) {
+  return ctx.workspace(sizeof(float) * static_cast<size_t>(cpu::conv_scratch_floats(g)));
+}
+
+}  // namespace
+
+ConvGeometry conv2d_geometry(const char* op, const Shape& x, const Shape& w, int stride, int padding) {
+  LS_CHECK(x.rank() == 4, op, ": input ", x.str(), " is not [N, C, H, W]");
+  LS_CHECK(w.rank() == 4 && w[2] == w[3], op, ": weight ", w.str(), " is not [O, C, K, K]");
+  LS_CHECK(w[1] == x[1], op, ": weight ", w.str(), " expects ", w[1], " input channels, input ", x.str(), " has ",
+           x[1]);
+  ConvGeometry g;
+  std::string problem = ConvGeometry::make(x[0], x[1], x[2], x[3], w[0], w[2], stride, padding, g);
+  if (!problem.empty())
+    LS_FAIL(op, ": input ", x.str(), ", weight ", w.str(), ", stride ", stride, ", padding ", padding, ": ",
+            problem);
+  return g;
+}
+
+void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int stride,
+                    int padding) {
+  const char* op = "conv2d forward";
+  check_tensor(op, ctx, "input", x);
+  check_tensor(op, ctx, "weight", w);
+  check_tensor(op, ctx, "output", y);
+  ConvGeometry g = conv2d_geometry(op, x.shape(), w.shape(), stride, padding);
+  check_output(op, "output", y, g);
+  if (bias) {
+    check_tensor(op, ctx, "bias", *bias);
+    LS_CHECK(bias->shape() == Shape{g.out_channels}, op, ": bias ", bias->shape().str(), " for weight ",
+             w.shape().str());
+  }
+  if (ctx.device().is_cpu())
+    return cpu::conv2d_forward(g, x.data(), w.data(), bias ? bias->data() : nullptr, y.data(),
+                               column_buffer(ctx, g));
+#if LOCKSTEP_WITH_CUDA
+  cuda::conv2d_forward(*ctx.cuda(), g, x.data(), w.data(), bias ? bias->data() : nullptr, y.data());
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, int stride, int padding,
+                          bool accumulate) {
+  const char* op = "conv2d backward data";
+  check_tensor(op, ctx, "output gradient", dy);
+  check_tensor(op, ctx, "weight", w);
+  check_tensor(op, ctx, "input gradient", dx);
+  ConvGeometry g = conv2d_geometry(op, dx.shape(), w.shape(), stride, padding);
+  check_output(op, "output gradient", dy, g);
+  if (ctx.device().is_cpu())
+    return cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate, column_buffer(ctx, g));
+#if LOCKSTEP_WITH_CUDA
+  cuda::conv2d_backward_data(*ctx.cuda(), g, dy.data(), w.data(), dx.data(), accumulate);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw, int stride, int padding) {
+  const char* op = "conv2d backward filter";
+  check_tensor(op, ctx, "input", x);
+  check_tensor(op, ctx, "output gradient", dy);
+  check_tensor(op, ctx, "weight gradient", dw);
+  ConvGeometry g = conv2d_geometry(op, x.shape(), dw.shape(), stride, padding);
+  check_output(op, "output gradient", dy, g);
+  if (ctx.device().is_cpu())
+    return cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), column_buffer(ctx, g));
+#if LOCKSTEP_WITH_CUDA
+  cuda::conv2d_backward_filter(*ctx.cuda(), g, x.data(), dy.data(), dw.data());
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
+  const char* op = "conv2d backward bias";
+  check_tensor(op, ctx, "output gradient", dy);
+  check_tensor(op, ctx, "bias gradient", db);
+  LS_CHECK(dy.shape().rank() == 4, op, ": output gradient ", dy.shape().str(), " is not [N, O, OH, OW]");
+  LS_CHECK(db.shape() == Shape{dy.dim(1)}, op, ": bias gradient ", db.shape().str(), " for output gradient ",
+           dy.shape().str());
+  ConvGeometry g;
+  g.batch = dy.dim(0);
+  g.out_channels = dy.dim(1);
+  g.out_h = dy.dim(2);
+  g.out_w = dy.dim(3);
+  if (ctx.device().is_cpu()) return cpu::conv2d_backward_bias(g, dy.data(), db.data());
+#if LOCKSTEP_WITH_CUDA
+  const int64_t spatial = g.out_h * g.out_w;
+  void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(g.batch, g.out_channels, spatial));
+  cuda::channel_sums(ctx.cuda()->compute_stream, dy.data(), g.batch, g.out_channels, spatial, db.data(), scratch);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+}  // namespace lockstep::ops

@@ -1,0 +1,28 @@
+#pragma once
+// 2-D convolution on NCHW tensors of one device (square kernel, stride, zero
+// padding), one function per cuDNN call it maps to: forward, backward data,
+// backward filter, backward bias. Layouts: x [N, C, H, W], w [O, C, K, K],
+// bias [O], y [N, O, OH, OW]. Each throws lockstep::Error naming the op and
+// the shapes when they do not fit.
+#include "runtime/context.h"
+#include "runtime/tensor.h"
+#include "kernels/conv_geometry.h"
+
+namespace lockstep::ops {
+
+// The geometry of convolving input `x` with weight `w`; throws when the
+// shapes, stride or padding make no convolution.
+ConvGeometry conv2d_geometry(const char* op, const Shape& x, const Shape& w, int stride, int padding);
+
+// y = conv(x, w) + bias; `bias` may be null.
+void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int stride,
+                    int padding);
+// dx = dL/dx from dy (written, or added when `accumulate`); dx's shape is x's.
+void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, int stride, int padding,
+                          bool accumulate);
+// dw = dL/dw (written).
+void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw, int stride, int padding);
+// db = dL/dbias, the sum of dy over samples and pixels (written).
+void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db);
+
+}  // namespace lockstep::ops

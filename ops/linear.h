@@ -1,0 +1,20 @@
+#pragma once
+// Fully connected products on tensors of one device, one function per cuBLAS
+// call (plus the bias) it maps to. Layouts: x [N, F], w [O, F], bias [O],
+// y [N, O]. Each throws lockstep::Error naming the op and the shapes when
+// they do not fit.
+#include "runtime/context.h"
+#include "runtime/tensor.h"
+
+namespace lockstep::ops {
+
+// y = x w^T + bias; `bias` may be null.
+void linear_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
+// dx = dy w (written, or added when `accumulate`).
+void linear_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, bool accumulate);
+// dw = dy^T x (written).
+void linear_backward_weight(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw);
+// db = the sum of dy over the batch (written).
+void linear_backward_bias(Context& ctx, const Tensor& dy, Tensor& db);
+
+}  // namespace lockstep::ops

@@ -1,0 +1,122 @@
+#include "ops/pool.h"
+
+#include "base/error.h"
+#include "kernels/cpu/pool_cpu.h"
+
+#if LOCKSTEP_WITH_CUDA
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cudnn_ops.h"
+#include "kernels/cuda/pool_cuda.h"
+#endif
+
+namespace lockstep::ops {
+
+namespace {
+
+void check_device(const char* op, Context& ctx, std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors)
+    LS_CHECK(t->device() == ctx.device(), op, ": tensor on ", t->device().str(), ", context on ", ctx.device().str());
+}
+
+void check_shape(const char* op, const char* what, const Tensor& t, const Shape& expected) {
+  LS_CHECK(t.shape() == expected, op, ": ", what, " is ", t.shape().str(), ", expected ", expected.str());
+}
+
+// Checks x, y (and dy, dx when given) against each other and returns the geometry.
+PoolGeometry checked_geometry(const char* op, Context& ctx, const Tensor& x, const Tensor& y, const Tensor* dy,
+                              const Tensor* dx, const PoolWindow& window) {
+  Shape out = pool_output_shape(op, x.shape(), window);
+  check_shape(op, "output", y, out);
+  check_device(op, ctx, {&x, &y});
+  if (dy) {
+    check_shape(op, "output gradient", *dy, out);
+    check_shape(op, "input gradient", *dx, x.shape());
+    check_device(op, ctx, {dy, dx});
+  }
+  return pool_geometry(x.dim(0) * x.dim(1), x.dim(2), x.dim(3), window);
+}
+
+}  // namespace
+
+Shape pool_output_shape(const char* op, const Shape& x_shape, const PoolWindow& window) {
+  LS_CHECK(x_shape.rank() == 4, op, ": input must be [N, C, H, W], got ", x_shape.str());
+  std::string why = pool_error(x_shape[2], x_shape[3], window);
+  LS_CHECK(why.empty(), op, ": input ", x_shape.str(), " with ", pool_window_text(window), ": ", why);
+  return Shape{x_shape[0], x_shape[1], pool_output_extent(x_shape[2], window), pool_output_extent(x_shape[3], window)};
+}
+
+void max_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
+  PoolGeometry g = checked_geometry("max_pool2d", ctx, x, y, nullptr, nullptr, window);
+  if (ctx.device().is_cpu()) return cpu::max_pool2d_forward(x.data(), y.data(), g);
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_forward(*ctx.cuda(), g, PoolMode::max, x.data(), y.data());
+#else
+  LS_FAIL("max_pool2d", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void max_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
+                         const PoolWindow& window, bool accumulate) {
+  PoolGeometry g = checked_geometry("max_pool2d backward", ctx, x, y, &dy, &dx, window);
+  if (ctx.device().is_cpu()) return cpu::max_pool2d_backward(x.data(), dy.data(), dx.data(), g, accumulate);
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_backward(*ctx.cuda(), g, PoolMode::max, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+#else
+  LS_FAIL("max_pool2d backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void avg_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
+  PoolGeometry g = checked_geometry("avg_pool2d", ctx, x, y, nullptr, nullptr, window);
+  if (ctx.device().is_cpu()) return cpu::avg_pool2d_forward(x.data(), y.data(), g);
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_forward(*ctx.cuda(), g, PoolMode::average, x.data(), y.data());
+#else
+  LS_FAIL("avg_pool2d", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void avg_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
+                         const PoolWindow& window, bool accumulate) {
+  PoolGeometry g = checked_geometry("avg_pool2d backward", ctx, x, y, &dy, &dx, window);
+  if (ctx.device().is_cpu()) return cpu::avg_pool2d_backward(dy.data(), dx.data(), g, accumulate);
+#if LOCKSTEP_WITH_CUDA
+  cuda::pool2d_backward(*ctx.cuda(), g, PoolMode::average, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+#else
+  LS_FAIL("avg_pool2d backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
+  const char* op = "global_avg_pool";
+  LS_CHECK(x.shape().rank() == 4 && x.dim(2) * x.dim(3) > 0, op, ": input must be [N, C, H, W] with H, W > 0, got ",
+           x.shape().str());
+  check_shape(op, "output", y, Shape{x.dim(0), x.dim(1), 1, 1});
+  check_device(op, ctx, {&x, &y});
+  if (ctx.device().is_cpu())
+    return cpu::global_avg_pool_forward(x.data(), y.data(), x.dim(0) * x.dim(1), x.dim(2) * x.dim(3));
+#if LOCKSTEP_WITH_CUDA
+  cuda::global_avg_pool_forward(ctx.cuda()->compute_stream, x.data(), y.data(), x.dim(0) * x.dim(1), x.dim(2) * x.dim(3));
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
+  const char* op = "global_avg_pool backward";
+  LS_CHECK(dx.shape().rank() == 4 && dx.dim(2) * dx.dim(3) > 0, op,
+           ": input gradient must be [N, C, H, W] with H, W > 0, got ", dx.shape().str());
+  check_shape(op, "output gradient", dy, Shape{dx.dim(0), dx.dim(1), 1, 1});
+  check_device(op, ctx, {&dy, &dx});
+  if (ctx.device().is_cpu())
+    return cpu::global_avg_pool_backward(dy.data(), dx.data(), dx.dim(0) * dx.dim(1), dx.dim(2) * dx.dim(3),
+                                         accumulate);
+#if LOCKSTEP_WITH_CUDA
+  cuda::global_avg_pool_backward(ctx.cuda()->compute_stream, dy.data(), dx.data(), dx.dim(0) * dx.dim(1),
+                                 dx.dim(2) * dx.dim(3), accumulate);
+#else
+  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+}  // namespace lockstep::ops

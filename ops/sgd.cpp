@@ -1,0 +1,34 @@
+#include "ops/sgd.h"
+
+#include "base/error.h"
+#include "kernels/cpu/sgd_cpu.h"
+
+#if LOCKSTEP_WITH_CUDA
+#include "runtime/cuda/cuda_context.h"
+#include "kernels/cuda/sgd_cuda.h"
+#endif
+
+namespace lockstep {
+
+void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr) {
+  LS_CHECK(arenas.momentum.defined(), "sgd_step on arenas without a momentum buffer");
+  LS_CHECK(lr >= 0.0f && config.momentum >= 0.0f && config.weight_decay >= 0.0f, "sgd_step: negative lr ", lr,
+           ", momentum ", config.momentum, " or weight decay ", config.weight_decay);
+  LS_CHECK(arenas.params.device() == ctx.device(), "sgd_step: arenas on ", arenas.params.device().str(),
+           ", context on ", ctx.device().str());
+  SgdHyper hyper{lr, config.momentum, config.weight_decay, config.nesterov};
+  const auto& segments = arenas.segments();
+  if (ctx.device().is_cpu()) {
+    cpu::sgd_momentum(arenas.params.data(), arenas.grads.data(), arenas.momentum.data(), segments.data(),
+                      static_cast<int>(segments.size()), hyper);
+    return;
+  }
+#if LOCKSTEP_WITH_CUDA
+  cuda::sgd_momentum(ctx.cuda()->compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
+                     arenas.total(), segments, hyper);
+#else
+  LS_FAIL("sgd_step on ", ctx.device().str(), ": this build has no CUDA backend");
+#endif
+}
+
+}  // namespace lockstep

@@ -1,0 +1,19 @@
+#pragma once
+// The fused SGD-momentum step over a replica's arenas: one pass (one kernel
+// launch on a GPU) updates every parameter and its momentum and clears the
+// gradient arena for the next step.
+#include "runtime/arena.h"
+#include "runtime/context.h"
+#include "kernels/sgd_math.h"
+
+namespace lockstep {
+
+struct SgdConfig {
+  float momentum = 0.9f;
+  float weight_decay = 5e-4f;
+  bool nesterov = false;
+};
+
+void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr);
+
+}  // namespace lockstep

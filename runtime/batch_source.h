@@ -1,0 +1,36 @@
+#pragma once
+// The interface the trainer pulls global batches from. data/'s loader
+// implements it; the engine knows no file format.
+#include <cstdint>
+
+#include "runtime/shape.h"
+#include "runtime/tensor.h"
+
+namespace lockstep {
+
+// One global batch in (pinned) host memory: images [count, C, H, W] as f32,
+// labels [count] as i32. The replica manager cuts it into consecutive slices.
+struct HostBatch {
+  Tensor images;
+  Tensor labels;
+  int64_t count = 0;
+};
+
+class BatchSource {
+public:
+  virtual ~BatchSource() = default;
+  virtual Shape sample_shape() const = 0;     // [C, H, W]
+  virtual int64_t num_classes() const = 0;
+  virtual int64_t size() const = 0;           // samples per epoch
+  virtual int64_t batches_per_epoch() const = 0;
+  // Begins epoch `epoch` (its order depends only on the seed and the epoch),
+  // at batch `first_batch` of it (non-zero when resuming mid-epoch).
+  virtual void start_epoch(int64_t epoch, int64_t first_batch) = 0;
+  // Fills `batch` with the next batch of the epoch; false once the epoch is
+  // done. The batch's memory stays valid until the next call to next().
+  virtual bool next(HostBatch& batch) = 0;
+  // Ends the epoch early (safe to call from another thread); next() then returns false.
+  virtual void stop() = 0;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,78 @@
+#include "runtime/context.h"
+
+#include <cstring>
+
+#include "base/error.h"
+
+#if LOCKSTEP_WITH_CUDA
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_memory.h"
+#else
+namespace lockstep {
+struct CudaState {};  // nothing to hold without the CUDA backend
+}  // namespace lockstep
+#endif
+
+namespace lockstep {
+
+Context::Context(Device device, ContextOptions options) : device_(device), options_(options) {
+  if (device.is_cuda()) {
+#if LOCKSTEP_WITH_CUDA
+    cuda_ = make_cuda_state(device.index, options_);
+#else
+    LS_FAIL("device ", device.str(), " asked for, but this build has no CUDA backend");
+#endif
+  }
+}
+
+Context::~Context() = default;
+
+float* Context::workspace(size_t bytes) {
+  if (!workspace_.defined() || workspace_.bytes() < bytes) {
+    workspace_ = Tensor();  // free the old block first
+    workspace_ = Tensor::empty(Shape{static_cast<int64_t>((bytes + 3) / 4)}, device_);
+  }
+  return workspace_.data();
+}
+
+void Context::synchronize() {
+#if LOCKSTEP_WITH_CUDA
+  if (cuda_) cuda_synchronize(*cuda_);
+#endif
+}
+
+void Context::make_current() const {
+#if LOCKSTEP_WITH_CUDA
+  if (cuda_) cuda_make_current(*cuda_);
+#endif
+}
+
+void Context::copy(const Tensor& src, Tensor& dst) {
+  LS_CHECK(src.numel() == dst.numel() && src.dtype() == dst.dtype(), "copy of ", src.shape().str(), " ",
+           dtype_name(src.dtype()), " into ", dst.shape().str(), " ", dtype_name(dst.dtype()));
+  for (const Tensor* t : {&src, static_cast<const Tensor*>(&dst)})
+    LS_CHECK(t->device().is_cpu() || t->device() == device_, "copy on a context of ", device_.str(), " touches ",
+             t->device().str());
+  if (dst.numel() == 0) return;
+  if (!cuda_) {
+    std::memcpy(dst.raw(), src.raw(), dst.bytes());
+    return;
+  }
+#if LOCKSTEP_WITH_CUDA
+  cuda_copy_bytes_async(dst.raw(), src.raw(), dst.bytes(), cuda_->compute_stream);
+#endif
+}
+
+void Context::zero(Tensor& t) {
+  LS_CHECK(t.device() == device_, "zero of a tensor on ", t.device().str(), " on a context of ", device_.str());
+  if (t.numel() == 0) return;
+  if (!cuda_) {
+    std::memset(t.raw(), 0, t.bytes());
+    return;
+  }
+#if LOCKSTEP_WITH_CUDA
+  cuda_zero_bytes_async(t.raw(), t.bytes(), cuda_->compute_stream);
+#endif
+}
+
+}  // namespace lockstep

@@ -1,0 +1,102 @@
+#pragma once
+// CudaState: the GPU resources of one Context, created once per replica and
+// owned by it (runtime/context.h): the device ordinal, a compute stream and a
+// communication stream, cuDNN and cuBLAS handles bound to the compute stream,
+// a cuBLAS workspace and a growable cuDNN workspace bounded by
+// ContextOptions::workspace_limit_bytes, a small scratch pair for results
+// that ops read back to the host (loss sums), and the cuDNN descriptors and
+// convolution algorithms chosen so far, one set per full shape
+// (runtime/cuda/cudnn_plans.h).
+//
+// Both streams are blocking streams (ordered against the legacy default
+// stream) so that the synchronous copies of runtime/memory.h see their results;
+// steady-state work never uses the legacy stream. The communication stream
+// has the highest priority, so all-reduce kernels launched during backward are
+// scheduled ahead of the compute work they overlap.
+//
+// CUDA launches a kernel on a stream only while the stream's device is current
+// on the launching thread, and creating the state leaves the thread's current
+// device as it was: a replica's thread makes its device current once
+// (cudaSetDevice(state.device)) before it runs ops, or wraps calls in a
+// DeviceGuard.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "runtime/allocator.h"
+#include "runtime/context.h"
+
+namespace lockstep {
+
+// Makes `device` current for its scope and restores the previous device.
+class DeviceGuard {
+public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+private:
+  int previous_ = -1;
+  bool changed_ = false;
+};
+
+class CudnnPlans;
+
+struct CudaState {
+  CudaState(int device, const ContextOptions& options);
+  ~CudaState();
+  CudaState(CudaState&& other) noexcept;
+  CudaState& operator=(CudaState&& other) noexcept;
+  CudaState(const CudaState&) = delete;
+  CudaState& operator=(const CudaState&) = delete;
+
+  int device = -1;
+  cudaStream_t compute_stream = nullptr;
+  cudaStream_t comm_stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;    // runs on compute_stream
+  cublasHandle_t cublas = nullptr;  // runs on compute_stream, with its own workspace
+  ContextOptions options;
+  // Descriptors and algorithms per shape; only the context's thread uses them.
+  std::unique_ptr<CudnnPlans> plans;
+
+  // Device memory of at least `bytes` for cuDNN on the compute stream: grows
+  // on demand, never beyond workspace_limit_bytes (an Error names both).
+  // Valid until the next call; work already queued on the compute stream may
+  // still use the old block, which stream order makes safe.
+  void* workspace(size_t bytes);
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  size_t workspace_limit_bytes() const { return workspace_limit_; }
+  size_t cublas_workspace_bytes() const { return cublas_workspace_bytes_; }
+
+  // Scratch for an op that reduces on the device and reads the result back:
+  // `reduce_scratch` on the device, `readback` pinned on the host. One op at a
+  // time: the op synchronises the compute stream before it returns.
+  static constexpr size_t reduce_scratch_bytes = size_t(64) << 10;
+  static constexpr size_t readback_bytes = size_t(4) << 10;
+  void* reduce_scratch = nullptr;
+  void* readback = nullptr;
+
+private:
+  void release() noexcept;
+
+  std::shared_ptr<Allocator> device_allocator_, pinned_allocator_;
+  size_t workspace_limit_ = 0;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  void* cublas_workspace_ = nullptr;
+  size_t cublas_workspace_bytes_ = 0;
+};
+
+// Creates the state for GPU `device`; throws an Error naming the device when
+// it does not exist or a resource cannot be created.
+std::unique_ptr<CudaState> make_cuda_state(int device, const ContextOptions& options);
+// Waits for everything queued on both streams; reports kernel faults.
+void cuda_synchronize(CudaState& state);
+// Makes state.device the calling thread's current device (cheap when it is).
+void cuda_make_current(const CudaState& state);
+
+}  // namespace lockstep

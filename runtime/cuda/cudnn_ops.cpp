@@ -1,0 +1,69 @@
+#include "runtime/cuda/cudnn_ops.h"
+
+#include "base/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_context.h"
+#include "kernels/cuda/tensor_ops_cuda.h"
+
+namespace lockstep::cuda {
+
+namespace {
+const float kOne = 1.0f;
+const float kZero = 0.0f;
+}  // namespace
+
+void conv2d_forward(CudaState& state, const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                    float* y) {
+  if (g.batch == 0) return;
+  ConvPlan& plan = state.plans->conv(g);
+  const ConvAlgorithm& a = conv_algorithm(state, plan, ConvDirection::forward, {x, w, nullptr, y});
+  void* workspace = state.workspace(a.workspace_bytes);
+  LS_CUDNN_CHECK(cudnnConvolutionForward(state.cudnn, &kOne, plan.x.get(), x, plan.w.get(), w,
+                                         plan.desc(ConvDirection::forward),
+                                         static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace, a.workspace_bytes,
+                                         &kZero, plan.y.get(), y));
+  if (bias) add_channel_bias(state.compute_stream, y, bias, g.batch, g.out_channels, g.out_h * g.out_w);
+}
+
+void conv2d_backward_data(CudaState& state, const ConvGeometry& g, const float* dy, const float* w, float* dx,
+                          bool accumulate) {
+  if (g.batch == 0) return;
+  ConvPlan& plan = state.plans->conv(g);
+  // An accumulating call must not let the search overwrite what dx holds.
+  const ConvAlgorithm& a =
+      conv_algorithm(state, plan, ConvDirection::backward_data, {nullptr, w, dy, accumulate ? nullptr : dx});
+  void* workspace = state.workspace(a.workspace_bytes);
+  LS_CUDNN_CHECK(cudnnConvolutionBackwardData(state.cudnn, &kOne, plan.w.get(), w, plan.y.get(), dy,
+                                              plan.desc(ConvDirection::backward_data),
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), workspace,
+                                              a.workspace_bytes, accumulate ? &kOne : &kZero, plan.x.get(), dx));
+}
+
+void conv2d_backward_filter(CudaState& state, const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+  if (g.batch == 0) {
+    LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * g.weight_numel(), state.compute_stream));
+    return;
+  }
+  ConvPlan& plan = state.plans->conv(g);
+  const ConvAlgorithm& a = conv_algorithm(state, plan, ConvDirection::backward_filter, {x, nullptr, dy, dw});
+  void* workspace = state.workspace(a.workspace_bytes);
+  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.cudnn, &kOne, plan.x.get(), x, plan.y.get(), dy,
+                                                plan.desc(ConvDirection::backward_filter),
+                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), workspace,
+                                                a.workspace_bytes, &kZero, plan.w.get(), dw));
+}
+
+void pool2d_forward(CudaState& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y) {
+  if (g.planes == 0) return;
+  PoolPlan& plan = state.plans->pool(g, mode);
+  LS_CUDNN_CHECK(cudnnPoolingForward(state.cudnn, plan.pool.get(), &kOne, plan.x.get(), x, &kZero, plan.y.get(), y));
+}
+
+void pool2d_backward(CudaState& state, const PoolGeometry& g, PoolMode mode, const float* x, const float* y,
+                     const float* dy, float* dx, bool accumulate) {
+  if (g.planes == 0) return;
+  PoolPlan& plan = state.plans->pool(g, mode);
+  LS_CUDNN_CHECK(cudnnPoolingBackward(state.cudnn, plan.pool.get(), &kOne, plan.y.get(), y, plan.y.get(), dy,
+                                      plan.x.get(), x, accumulate ? &kOne : &kZero, plan.x.get(), dx));
+}
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,255 @@
+#include "runtime/cuda/cudnn_plans.h"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "base/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_context.h"
+#include "base/error.h"
+#include "runtime/tensor.h"
+
+namespace lockstep {
+
+namespace {
+
+int to_int(int64_t v, const char* what) {
+  LS_CHECK(v >= 0 && v <= INT_MAX, "cuDNN takes 32-bit extents: ", what, " ", v, " is too large");
+  return static_cast<int>(v);
+}
+
+std::string conv_text(const ConvGeometry& g) {
+  return "input [" + std::to_string(g.batch) + ", " + std::to_string(g.in_channels) + ", " + std::to_string(g.in_h) +
+         ", " + std::to_string(g.in_w) + "], weight [" + std::to_string(g.out_channels) + ", " +
+         std::to_string(g.in_channels) + ", " + std::to_string(g.kernel) + ", " + std::to_string(g.kernel) +
+         "], stride " + std::to_string(g.stride) + ", padding " + std::to_string(g.padding);
+}
+
+const char* direction_name(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::forward: return "conv2d forward";
+    case ConvDirection::backward_data: return "conv2d backward data";
+    default: return "conv2d backward filter";
+  }
+}
+
+// The three directions differ only in their perf struct and their calls;
+// these adapters give them one shape so the choice is written once.
+struct Forward {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr int count = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const ConvPlan& p, int n, int* got, Perf* out) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.desc(ConvDirection::forward), p.y.get(),
+                                                  n, got, out);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const ConvPlan& p, const ConvBuffers& b, void* output, int n, int* got,
+                            Perf* out, void* ws, size_t ws_bytes) {
+    return cudnnFindConvolutionForwardAlgorithmEx(h, p.x.get(), b.x, p.w.get(), b.w, p.desc(ConvDirection::forward),
+                                                  p.y.get(), output, n, got, out, ws, ws_bytes);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const ConvPlan& p, int algo, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(h, p.x.get(), p.w.get(), p.desc(ConvDirection::forward), p.y.get(),
+                                                   static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+  }
+  static size_t output_bytes(const ConvGeometry& g) { return 4 * size_t(g.batch * g.out_sample()); }
+};
+
+struct BackwardData {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr int count = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const ConvPlan& p, int n, int* got, Perf* out) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w.get(), p.y.get(), p.desc(ConvDirection::backward_data),
+                                                       p.x.get(), n, got, out);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const ConvPlan& p, const ConvBuffers& b, void* output, int n, int* got,
+                            Perf* out, void* ws, size_t ws_bytes) {
+    return cudnnFindConvolutionBackwardDataAlgorithmEx(h, p.w.get(), b.w, p.y.get(), b.dy,
+                                                       p.desc(ConvDirection::backward_data), p.x.get(), output, n,
+                                                       got, out, ws, ws_bytes);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const ConvPlan& p, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w.get(), p.y.get(), p.desc(ConvDirection::backward_data),
+                                                        p.x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+                                                        bytes);
+  }
+  static size_t output_bytes(const ConvGeometry& g) { return 4 * size_t(g.batch * g.in_sample()); }
+};
+
+struct BackwardFilter {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr int count = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const ConvPlan& p, int n, int* got, Perf* out) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x.get(), p.y.get(),
+                                                         p.desc(ConvDirection::backward_filter), p.w.get(), n, got,
+                                                         out);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const ConvPlan& p, const ConvBuffers& b, void* output, int n, int* got,
+                            Perf* out, void* ws, size_t ws_bytes) {
+    return cudnnFindConvolutionBackwardFilterAlgorithmEx(h, p.x.get(), b.x, p.y.get(), b.dy,
+                                                         p.desc(ConvDirection::backward_filter), p.w.get(), output, n,
+                                                         got, out, ws, ws_bytes);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const ConvPlan& p, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.x.get(), p.y.get(),
+                                                          p.desc(ConvDirection::backward_filter), p.w.get(),
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+  }
+  static size_t output_bytes(const ConvGeometry& g) { return 4 * size_t(g.weight_numel()); }
+};
+
+bool uses_tensor_cores(cudnnMathType_t math) {
+  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+template <typename Perf> bool acceptable(const Perf& p, const ContextOptions& o, size_t workspace_cap) {
+  if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspace_cap) return false;
+  if (o.deterministic && p.determinism != CUDNN_DETERMINISTIC) return false;
+  if (!o.allow_tf32 && uses_tensor_cores(p.mathType)) return false;
+  return true;
+}
+
+template <typename Dir>
+ConvAlgorithm choose(CudaState& state, ConvPlan& plan, ConvDirection direction, const ConvBuffers& buffers) {
+  using Perf = typename Dir::Perf;
+  const ContextOptions& options = state.options;
+  const size_t limit = state.workspace_limit_bytes();
+  cudnnHandle_t handle = state.cudnn;
+
+  Perf listed[Dir::count];
+  int listed_count = 0;
+  LS_CUDNN_CHECK(Dir::heuristics(handle, plan, Dir::count, &listed_count, listed));
+  std::vector<Perf> candidates;
+  size_t most_workspace = 0;
+  for (int i = 0; i < listed_count; ++i)
+    if (acceptable(listed[i], options, limit)) {
+      candidates.push_back(listed[i]);
+      most_workspace = std::max(most_workspace, listed[i].memory);
+    }
+  LS_CHECK(!candidates.empty(), direction_name(direction), " on cuda:", state.device, ": no cuDNN algorithm for ",
+           conv_text(plan.geometry), " within a workspace of ", limit, " bytes",
+           options.deterministic ? " that is deterministic" : "",
+           " (raise ContextOptions::workspace_limit_bytes, or allow non-deterministic algorithms)");
+
+  Perf best = candidates.front();
+  // Timing on the real shapes, with scratch the search may use freely: the
+  // workspace, and the output when the op's own must not be overwritten.
+  Device device = Device::cuda(state.device);
+  Tensor scratch, scratch_output;
+  bool have_scratch = true;
+  try {
+    scratch = Tensor::empty(Shape{static_cast<int64_t>((most_workspace + 3) / 4)}, device);
+    if (!buffers.output) scratch_output = Tensor::empty(Shape{static_cast<int64_t>(Dir::output_bytes(plan.geometry) / 4)}, device);
+  } catch (const Error&) {
+    have_scratch = false;  // short of memory: keep the heuristics' choice
+  }
+  if (have_scratch) {
+    void* output = buffers.output ? buffers.output : scratch_output.raw();
+    Perf timed[Dir::count];
+    int timed_count = 0;
+    cudnnStatus_t status =
+        Dir::find(handle, plan, buffers, output, Dir::count, &timed_count, timed, scratch.raw(), most_workspace);
+    // Results come fastest first; the scratch must outlive the search's kernels.
+    LS_CUDA_CHECK(cudaStreamSynchronize(state.compute_stream));
+    if (status == CUDNN_STATUS_SUCCESS) {
+      for (int i = 0; i < timed_count; ++i)
+        if (acceptable(timed[i], options, most_workspace)) {
+          best = timed[i];
+          break;
+        }
+    }
+  }
+
+  ConvAlgorithm chosen;
+  chosen.chosen = true;
+  chosen.algo = static_cast<int>(best.algo);
+  // TF32 off: FMA math whatever the search reported (a default-math result
+  // on Ampere and later could otherwise take the TF32 path).
+  chosen.math = options.allow_tf32 ? best.mathType : CUDNN_FMA_MATH;
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.desc(direction), chosen.math));
+  LS_CUDNN_CHECK(Dir::workspace(handle, plan, chosen.algo, &chosen.workspace_bytes));
+  chosen.workspace_bytes = std::max(chosen.workspace_bytes, static_cast<size_t>(best.memory));
+  return chosen;
+}
+
+}  // namespace
+
+TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w) {
+  cudnnTensorDescriptor_t raw = nullptr;
+  LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&raw));
+  TensorDescriptor desc(raw);
+  LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(raw, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(n, "batch"),
+                                            to_int(c, "channels"), to_int(h, "height"), to_int(w, "width")));
+  return desc;
+}
+
+ConvPlan& CudnnPlans::conv(const ConvGeometry& g) {
+  ConvKey key{g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding};
+  auto it = conv_.find(key);
+  if (it != conv_.end()) return *it->second;
+
+  auto plan = std::make_unique<ConvPlan>();
+  plan->geometry = g;
+  plan->x = make_tensor_descriptor(g.batch, g.in_channels, g.in_h, g.in_w);
+  plan->y = make_tensor_descriptor(g.batch, g.out_channels, g.out_h, g.out_w);
+  cudnnFilterDescriptor_t filter = nullptr;
+  LS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter));
+  plan->w = FilterDescriptor(filter);
+  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                            to_int(g.out_channels, "output channels"),
+                                            to_int(g.in_channels, "input channels"), to_int(g.kernel, "kernel"),
+                                            to_int(g.kernel, "kernel")));
+  for (ConvolutionDescriptor& d : plan->conv) {
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    LS_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    d = ConvolutionDescriptor(conv);
+    // Cross-correlation, as the CPU reference (and every framework) computes.
+    LS_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, to_int(g.padding, "padding"), to_int(g.padding, "padding"),
+                                                   to_int(g.stride, "stride"), to_int(g.stride, "stride"), 1, 1,
+                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  }
+  ConvPlan& ref = *plan;
+  conv_.emplace(key, std::move(plan));
+  return ref;
+}
+
+PoolPlan& CudnnPlans::pool(const PoolGeometry& g, PoolMode mode) {
+  PoolKey key{g.planes, g.in_h, g.in_w, g.window.kernel, g.window.stride, g.window.padding, static_cast<int>(mode)};
+  auto it = pool_.find(key);
+  if (it != pool_.end()) return *it->second;
+
+  auto plan = std::make_unique<PoolPlan>();
+  // Pooling treats every channel of every sample alike: one plane per "sample".
+  plan->x = make_tensor_descriptor(g.planes, 1, g.in_h, g.in_w);
+  plan->y = make_tensor_descriptor(g.planes, 1, g.out_h, g.out_w);
+  cudnnPoolingDescriptor_t pool = nullptr;
+  LS_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool));
+  plan->pool = PoolingDescriptor(pool);
+  // Deterministic max (the gradient of each window goes to one place), NaN
+  // propagated as the CPU reference does; the average divides by kernel^2.
+  cudnnPoolingMode_t cudnn_mode =
+      mode == PoolMode::max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+  const PoolWindow& w = g.window;
+  LS_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool, cudnn_mode, CUDNN_PROPAGATE_NAN, w.kernel, w.kernel, w.padding,
+                                             w.padding, w.stride, w.stride));
+  PoolPlan& ref = *plan;
+  pool_.emplace(key, std::move(plan));
+  return ref;
+}
+
+const ConvAlgorithm& conv_algorithm(CudaState& state, ConvPlan& plan, ConvDirection direction,
+                                    const ConvBuffers& buffers) {
+  ConvAlgorithm& slot = plan.choice(direction);
+  if (slot.chosen) return slot;
+  // Search with the math the context allows; the choice then fixes it.
+  LS_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(plan.desc(direction), state.options.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  switch (direction) {
+    case ConvDirection::forward: slot = choose<Forward>(state, plan, direction, buffers); break;
+    case ConvDirection::backward_data: slot = choose<BackwardData>(state, plan, direction, buffers); break;
+    case ConvDirection::backward_filter: slot = choose<BackwardFilter>(state, plan, direction, buffers); break;
+  }
+  return slot;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,73 @@
+#pragma once
+// Tensor: a typed view (element offset + shape) into a ref-counted storage on
+// one device. Views share storage: copying a Tensor never copies data.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+#include "runtime/shape.h"
+
+namespace lockstep {
+
+enum class DType { f32, i32 };
+const char* dtype_name(DType dtype);
+
+// A block of memory from an allocator, returned to it when the last view goes.
+struct Storage {
+  Storage(size_t bytes, std::shared_ptr<Allocator> allocator);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  std::shared_ptr<Allocator> allocator;
+};
+
+class Tensor {
+public:
+  Tensor() = default;
+  static Tensor empty(const Shape& shape, Device device = Device::cpu(), DType dtype = DType::f32);
+  static Tensor empty_with(const Shape& shape, std::shared_ptr<Allocator> allocator, DType dtype = DType::f32);
+  static Tensor zeros(const Shape& shape, Device device = Device::cpu(), DType dtype = DType::f32);
+  static Tensor from_vector(const Shape& shape, const std::vector<float>& values, Device device = Device::cpu());
+  static Tensor from_labels(const std::vector<int32_t>& labels, Device device = Device::cpu());
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  Device device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  int64_t numel() const { return shape_.numel(); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * 4; }
+  int64_t dim(int axis) const { return shape_[axis]; }
+
+  float* data();
+  const float* data() const;
+  int32_t* labels();
+  const int32_t* labels() const;
+  void* raw() const;
+
+  // A view of `shape` starting `offset` elements into this one.
+  Tensor view(int64_t offset, const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
+  // Samples [start, start + count) of the leading axis.
+  Tensor batch_slice(int64_t start, int64_t count) const;
+
+  // Copies every element from `src` (same element count and dtype, any device).
+  void copy_from(const Tensor& src);
+  void zero();
+  Tensor to(Device device) const;
+  std::vector<float> to_vector() const;
+  std::vector<int32_t> to_label_vector() const;
+
+private:
+  std::shared_ptr<Storage> storage_;
+  int64_t offset_ = 0;
+  Shape shape_;
+  Device device_;
+  DType dtype_ = DType::f32;
+};
+
+}  // namespace lockstep

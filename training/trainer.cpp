@@ -1,0 +1,155 @@
+#include "training/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "base/error.h"
+#include "kernels/cpu/loss_cpu.h"
+#include "kernels/loss_math.h"
+
+namespace lockstep {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+Trainer::Trainer(ReplicaManager& replicas, BatchSource& train, BatchSource* test, TrainerConfig config)
+    : replicas_(replicas), train_(train), test_(test), config_(std::move(config)) {
+  LS_CHECK(config_.epochs >= 1, "epochs must be at least 1, got ", config_.epochs);
+  LS_CHECK(config_.schedule.base_lr > 0.0f && std::isfinite(config_.schedule.base_lr),
+           "the learning rate must be positive, got ", config_.schedule.base_lr);
+  LS_CHECK(train_.num_classes() == replicas_.model(0).num_classes(), "the data has ", train_.num_classes(),
+           " classes but the model was built for ", replicas_.model(0).num_classes());
+  config_.schedule.total_epochs = static_cast<double>(config_.epochs);
+}
+
+CheckpointInfo Trainer::checkpoint_info() const {
+  CheckpointInfo info;
+  info.model_spec = replicas_.model(0).spec();
+  info.class_names = config_.class_names;
+  info.epoch = epoch_;
+  info.step = step();
+  info.batch_in_epoch = batch_in_epoch_;
+  info.seed = config_.seed;
+  info.extra = config_.checkpoint_extra;
+  return info;
+}
+
+void Trainer::save(const std::string& path) {
+  save_checkpoint(path, replicas_.model(0), checkpoint_info());
+  if (on_checkpoint) on_checkpoint(path);
+}
+
+void Trainer::resume(const LoadedCheckpoint& checkpoint, const std::string& path) {
+  LS_CHECK(checkpoint.info.model_spec == replicas_.model(0).spec(), "checkpoint ", path, " holds model '",
+           checkpoint.info.model_spec, "', not '", replicas_.model(0).spec(), "'");
+  load_into(replicas_.model(0), checkpoint, path);
+  replicas_.broadcast_from_first();
+  replicas_.set_step(static_cast<uint64_t>(checkpoint.info.step));
+  epoch_ = checkpoint.info.epoch;
+  batch_in_epoch_ = checkpoint.info.batch_in_epoch;
+}
+
+bool Trainer::run() {
+  const int64_t batches = train_.batches_per_epoch();
+  LS_CHECK(batches > 0, "the training set gives no batch");
+  while (epoch_ < config_.epochs) {
+    train_.start_epoch(epoch_, batch_in_epoch_);
+    replicas_.reset_phase_times();
+    StepMetrics epoch_metrics;
+    double data_wait = 0.0;
+    auto epoch_start = Clock::now();
+    const int64_t first_batch = batch_in_epoch_;
+    HostBatch batch;
+    for (;;) {
+      if (stop_requested_.load()) {
+        train_.stop();
+        if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
+        return false;
+      }
+      auto wait_start = Clock::now();
+      if (!train_.next(batch)) break;
+      data_wait += since(wait_start);
+      float lr = config_.schedule.at(static_cast<double>(epoch_) + static_cast<double>(batch_in_epoch_) / batches);
+      StepMetrics m = replicas_.train_step(batch, lr, config_.sgd);
+      double step_loss = m.loss_sum / std::max<int64_t>(m.count, 1);
+      if (!std::isfinite(step_loss)) {
+        train_.stop();
+        LS_FAIL("the loss became ", step_loss, " at step ", step(), " (epoch ", epoch_ + 1, ", batch ",
+                batch_in_epoch_ + 1, ", learning rate ", lr, "); try a lower --lr",
+                config_.checkpoint_path.empty() ? std::string()
+                                                : "; the last good checkpoint is " + config_.checkpoint_path);
+      }
+      epoch_metrics += m;
+      ++batch_in_epoch_;
+      if (on_step) on_step(step(), step_loss);
+      if (on_progress && (batch_in_epoch_ % config_.progress_every == 0 || batch_in_epoch_ == batches)) {
+        double elapsed = since(epoch_start);
+        Progress p;
+        p.epoch = epoch_;
+        p.batch = batch_in_epoch_;
+        p.batches_per_epoch = batches;
+        p.step = step();
+        p.lr = lr;
+        p.loss = epoch_metrics.loss_sum / std::max<int64_t>(epoch_metrics.count, 1);
+        p.accuracy = static_cast<double>(epoch_metrics.correct) / std::max<int64_t>(epoch_metrics.count, 1);
+        p.images_per_second = epoch_metrics.count / std::max(elapsed, 1e-9);
+        double per_batch = elapsed / std::max<int64_t>(batch_in_epoch_ - first_batch, 1);
+        p.eta_seconds = per_batch * static_cast<double>(batches - batch_in_epoch_);
+        p.data_wait_fraction = data_wait / std::max(elapsed, 1e-9);
+        p.step_loss = step_loss;
+        on_progress(p);
+      }
+    }
+    EpochSummary summary;
+    summary.epoch = epoch_;
+    summary.seconds = since(epoch_start);
+    summary.train_loss = epoch_metrics.loss_sum / std::max<int64_t>(epoch_metrics.count, 1);
+    summary.train_accuracy = static_cast<double>(epoch_metrics.correct) / std::max<int64_t>(epoch_metrics.count, 1);
+    summary.images_per_second = epoch_metrics.count / std::max(summary.seconds, 1e-9);
+    summary.phases = replicas_.phase_times();
+    ++epoch_;
+    batch_in_epoch_ = 0;
+    if (test_) {
+      summary.has_test = true;
+      summary.test = evaluate(*test_);
+    }
+    if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
+    if (on_epoch) on_epoch(summary);
+  }
+  return true;
+}
+
+Evaluation Trainer::evaluate(BatchSource& data) { return evaluate_model(replicas_, data); }
+
+Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data) {
+  const int64_t classes = replicas.model(0).num_classes();
+  Evaluation e;
+  e.class_total.assign(classes, 0);
+  e.class_correct.assign(classes, 0);
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  data.start_epoch(0, 0);
+  HostBatch batch;
+  while (data.next(batch)) {
+    std::vector<float> logits = replicas.logits(batch);
+    std::vector<int32_t> labels = batch.labels.batch_slice(0, batch.count).to_label_vector();
+    for (int64_t i = 0; i < batch.count; ++i)
+      LS_CHECK(labels[i] >= 0 && labels[i] < classes, "label ", labels[i], " outside [0, ", classes, ")");
+    auto sums = cpu::softmax_cross_entropy(logits.data(), labels.data(), batch.count, static_cast<int>(classes),
+                                           1.0f, nullptr);
+    loss_sum += sums.loss_sum;
+    correct += sums.correct;
+    for (int64_t i = 0; i < batch.count; ++i) {
+      e.class_total[labels[i]] += 1;
+      if (row_argmax(logits.data() + i * classes, static_cast<int>(classes)) == labels[i]) e.class_correct[labels[i]] += 1;
+    }
+    e.count += batch.count;
+  }
+  e.loss = loss_sum / std::max<int64_t>(e.count, 1);
+  e.accuracy = static_cast<double>(correct) / std::max<int64_t>(e.count, 1);
+  return e;
+}
+
+}  // namespace lockstep

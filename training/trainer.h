@@ -1,0 +1,97 @@
+#pragma once
+// Trainer: the training loop over a BatchSource with a ReplicaManager: the
+// learning-rate schedule, metrics, evaluation, checkpoints every epoch, stop
+// on request (from any thread) with a checkpoint to resume from, and a clear
+// error when the loss stops being finite. It prints nothing: progress reaches
+// the caller through callbacks.
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/batch_source.h"
+#include "training/checkpoint.h"
+#include "training/lr_schedule.h"
+#include "distributed/replica_manager.h"
+
+namespace lockstep {
+
+struct TrainerConfig {
+  int64_t epochs = 1;
+  LrSchedule schedule;
+  SgdConfig sgd;
+  uint64_t seed = 0;
+  std::string checkpoint_path;             // empty: no checkpoints
+  std::vector<std::string> class_names;
+  std::map<std::string, std::string> checkpoint_extra;  // settings saved with each checkpoint
+  int64_t progress_every = 10;             // steps between progress callbacks
+};
+
+struct Progress {
+  int64_t epoch = 0, batch = 0, batches_per_epoch = 0, step = 0;
+  float lr = 0.0f;
+  double loss = 0.0, accuracy = 0.0;       // over the epoch so far
+  double images_per_second = 0.0;
+  double eta_seconds = 0.0;                // to the end of the epoch
+  double data_wait_fraction = 0.0;         // share of the epoch's time spent waiting for batches
+  double step_loss = 0.0;                  // mean loss of the last step
+};
+
+// Loss, accuracy and per-class accuracy on a data set.
+struct Evaluation {
+  double loss = 0.0, accuracy = 0.0;
+  int64_t count = 0;
+  std::vector<int64_t> class_total, class_correct;
+};
+
+struct EpochSummary {
+  int64_t epoch = 0;
+  double train_loss = 0.0, train_accuracy = 0.0;
+  bool has_test = false;
+  Evaluation test;
+  double images_per_second = 0.0, seconds = 0.0;
+  PhaseTimes phases;
+};
+
+// Loss, accuracy and per-class accuracy of the replicas' model (inference
+// mode) over one pass of `data`.
+Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data);
+
+class Trainer {
+public:
+  Trainer(ReplicaManager& replicas, BatchSource& train, BatchSource* test, TrainerConfig config);
+
+  std::function<void(const Progress&)> on_progress;
+  std::function<void(const EpochSummary&)> on_epoch;
+  std::function<void(const std::string&)> on_checkpoint;  // path, after each save
+  // Called with each step's mean loss (for tests and metrics files).
+  std::function<void(int64_t step, double loss)> on_step;
+
+  // Continues from a checkpoint: loads it into replica 0, broadcasts, and
+  // takes up its epoch, step and position in the epoch.
+  void resume(const LoadedCheckpoint& checkpoint, const std::string& path);
+  // Trains until every epoch is done (true) or a stop was requested (false;
+  // a checkpoint was then written when a path is set).
+  bool run();
+  // Asks run() to stop after the current step; safe from any thread or a
+  // signal handler.
+  void request_stop() { stop_requested_.store(true); }
+
+  Evaluation evaluate(BatchSource& data);
+  CheckpointInfo checkpoint_info() const;
+  void save(const std::string& path);
+
+  int64_t epoch() const { return epoch_; }
+  int64_t step() const { return static_cast<int64_t>(replicas_.step()); }
+
+private:
+  ReplicaManager& replicas_;
+  BatchSource& train_;
+  BatchSource* test_;
+  TrainerConfig config_;
+  int64_t epoch_ = 0;          // epochs completed
+  int64_t batch_in_epoch_ = 0; // batches of epoch_ already done
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace lockstep

@@ -151,6 +151,7 @@ struct Block {
   void* sched_fake = nullptr;
   void* sched_tsan = nullptr;
   std::vector<std::unique_ptr<Fiber>> fiber_pool;
+  Fiber* running = nullptr;  // the fiber now executing; null on the scheduler
 
   std::string thread_name(const Slot& s) const {
     std::ostringstream o;
@@ -172,8 +173,11 @@ struct Block {
              ", launch #" + std::to_string(grid->launch_number) + "]";
     lockstep::emu::fail_async(grid->device, cudaErrorLaunchFailure, msg);
     failed = true;
+    // Every other blocked thread is resumed only to unwind; the failing one
+    // (if a thread failed, not the scheduler) unwinds by this throw.
     for (Slot& s : slots)
-      if (s.st == St::barrier || s.st == St::warp) s.st = St::runnable, runnable.push_back(&s);
+      if ((s.st == St::barrier || s.st == St::warp) && (!running || s.fiber != running))
+        s.st = St::runnable, runnable.push_back(&s);
     throw Abort{};
   }
 
@@ -289,7 +293,9 @@ void switch_into(Block& b, Fiber* f) {
 #if defined(LS_TSAN)
   __tsan_switch_to_fiber(f->tsan, 0);
 #endif
+  b.running = f;
   f->self = std::move(f->self).resume();
+  b.running = nullptr;
   asan_finish(b.sched_fake, nullptr, nullptr);
 }
 

@@ -1,0 +1,38 @@
+# Stand-ins for the cuDNN, cuBLAS and NCCL functions lockstep calls, for the
+# emulated GPU build (included by emu/CMakeLists.txt). Each is a static library
+# of extern "C" functions with the real headers' declarations, so lockstep's
+# host code links against them unchanged; they queue their work on the
+# emulated runtime's streams (lockstep_emu_cudart) and compute with the CPU
+# reference kernels (lockstep_kernels_cpu).
+set(_standins ${CMAKE_CURRENT_SOURCE_DIR})
+
+add_library(lockstep_emu_cudnn STATIC
+  ${_standins}/cudnn/handle.cpp
+  ${_standins}/cudnn/descriptors.cpp
+  ${_standins}/cudnn/layout.cpp
+  ${_standins}/cudnn/conv_problem.cpp
+  ${_standins}/cudnn/conv.cpp
+  ${_standins}/cudnn/pooling.cpp)
+target_link_libraries(lockstep_emu_cudnn PUBLIC lockstep_emu_cudart PRIVATE lockstep_kernels_cpu)
+
+add_library(lockstep_emu_cublas STATIC
+  ${_standins}/cublas/handle.cpp
+  ${_standins}/cublas/sgemm.cpp)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LOCKSTEP_EMU_OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+target_link_libraries(lockstep_emu_cublas PUBLIC lockstep_emu_cudart PRIVATE PkgConfig::LOCKSTEP_EMU_OPENBLAS)
+
+add_library(lockstep_emu_nccl STATIC
+  ${_standins}/nccl/clique.cpp
+  ${_standins}/nccl/comm.cpp
+  ${_standins}/nccl/group.cpp
+  ${_standins}/nccl/collectives.cpp)
+target_link_libraries(lockstep_emu_nccl PUBLIC lockstep_emu_cudart)
+
+foreach(_lib lockstep_emu_cudnn lockstep_emu_cublas lockstep_emu_nccl)
+  # The root for "emu/..." and "kernels/..." includes.
+  target_include_directories(${_lib} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_features(${_lib} PUBLIC cxx_std_20)
+  # cuDNN 9 marks its legacy API (the one lockstep uses) deprecated.
+  target_compile_options(${_lib} PRIVATE -Wno-deprecated-declarations)
+endforeach()

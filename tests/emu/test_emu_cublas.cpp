@@ -14,7 +14,7 @@
 
 namespace {
 
-const int kDevicesSet = (setenv("LOCKSTEP_EMU_DEVICES", "2", 0), 0);
+const int kDevicesSet = (setenv("LOCKSTEP_EMU_DEVICES", "4", 0), 0);
 
 struct DeviceBuffer {
   float* p = nullptr;

@@ -17,8 +17,8 @@
 
 namespace {
 
-// Two emulated devices for the device-mismatch cases, unless the run sets a count.
-const int kDevicesSet = (setenv("LOCKSTEP_EMU_DEVICES", "2", 0), 0);
+// Four emulated devices (the NCCL tests use up to 4), unless the run sets a count.
+const int kDevicesSet = (setenv("LOCKSTEP_EMU_DEVICES", "4", 0), 0);
 
 struct DeviceBuffer {
   float* p = nullptr;

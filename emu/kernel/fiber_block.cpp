@@ -413,19 +413,20 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int 
   const unsigned lane = s.linear % 32, warp_base = s.linear - lane;
   const unsigned bit = 1u << lane;
   const unsigned lanes_present = (b.n - warp_base >= 32) ? 0xffffffffu : ((1u << (b.n - warp_base)) - 1);
-  std::string me = b.thread_name(s) + " at " + std::string(op_name(op)) + " " + where(site);
-  if (!(mask & bit)) b.fail(me + ": the mask 0x" + (std::ostringstream() << std::hex << mask).str() +
+  // Built only on a failure path: string work per call would dominate.
+  auto me = [&] { return b.thread_name(s) + " at " + std::string(op_name(op)) + " " + where(site); };
+  if (!(mask & bit)) b.fail(me() + ": the mask 0x" + (std::ostringstream() << std::hex << mask).str() +
                             " does not name the calling lane");
-  if (mask & ~lanes_present) b.fail(me + ": the mask names lanes that do not exist in this block");
-  if (width <= 0 || width > 32 || (width & (width - 1))) b.fail(me + ": width must be a power of two <= 32");
+  if (mask & ~lanes_present) b.fail(me() + ": the mask names lanes that do not exist in this block");
+  if (width <= 0 || width > 32 || (width & (width - 1))) b.fail(me() + ": width must be a power of two <= 32");
   for (unsigned l = 0; l < 32; ++l)
     if ((mask >> l & 1) && b.slots[warp_base + l].st == St::exited)
-      b.fail(me + ": the mask names lane " + std::to_string(l) + ", which has exited");
+      b.fail(me() + ": the mask names lane " + std::to_string(l) + ", which has exited");
   Warp& w = b.warps[s.linear / 32];
   if (w.arrived == 0) {
     w.mask = mask, w.op = op, w.width = width, w.site = site;
   } else if (w.op != op || w.mask != mask || w.width != width || !same_site(w.site, site)) {
-    b.fail(me + " (mask 0x" + (std::ostringstream() << std::hex << mask).str() + ") while lanes of its warp wait at " +
+    b.fail(me() + " (mask 0x" + (std::ostringstream() << std::hex << mask).str() + ") while lanes of its warp wait at " +
            op_name(w.op) + " " + where(w.site) + " (mask 0x" + (std::ostringstream() << std::hex << w.mask).str() +
            "): lanes diverge at warp intrinsics");
   }

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "emu/runtime/emu_runtime.h"
+#include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "emu/runtime/emu_runtime.h"
+#include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "emu/runtime/emu_runtime.h"
+#include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #if LOCKSTEP_WITH_CUDA
 #include "runtime/cuda/cuda_context.h"
-#include "runtime/cuda/cudnn_ops.h"
+#include "kernels/cuda/conv_cuda.h"
 #include "kernels/cuda/batchnorm_cuda.h"
 #endif
 

@@ -5,7 +5,8 @@
 #include "kernels/cpu/linear_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cublas_ops.h"
+#include "kernels/cuda/linear_cuda.h"
+#include "runtime/cuda/cuda_context.h"
 #endif
 
 namespace lockstep::ops {

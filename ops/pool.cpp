@@ -5,7 +5,6 @@
 
 #if LOCKSTEP_WITH_CUDA
 #include "runtime/cuda/cuda_context.h"
-#include "runtime/cuda/cudnn_ops.h"
 #include "kernels/cuda/pool_cuda.h"
 #endif
 

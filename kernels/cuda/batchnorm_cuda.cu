@@ -12,6 +12,7 @@
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
 #include "kernels/bn_math.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"
 
@@ -221,15 +222,15 @@ void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
-  run_sums<<<run_blocks(l), kThreads, 0, stream>>>(x, l, s.first);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_sums)(x, l, s.first);
   LS_CUDA_CHECK_LAUNCH("run_sums");
-  run_square_deviations<<<run_blocks(l), kThreads, 0, stream>>>(x, l, s.first, s.second);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_square_deviations)(x, l, s.first, s.second);
   LS_CUDA_CHECK_LAUNCH("run_square_deviations");
-  finish_statistics<<<channel_blocks(channels), kThreads, 0, stream>>>(l, s.first, s.second, eps, batch_mean,
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_statistics)(l, s.first, s.second, eps, batch_mean,
                                                                        batch_var, saved_mean, saved_inv_std);
   LS_CUDA_CHECK_LAUNCH("finish_statistics");
   if (n * spatial == 0) return;
-  normalize<<<plane_blocks(l), kThreads, 0, stream>>>(x, y, l, saved_mean, saved_inv_std, gamma, beta);
+  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize)(x, y, l, saved_mean, saved_inv_std, gamma, beta);
   LS_CUDA_CHECK_LAUNCH("normalize");
 }
 
@@ -238,7 +239,7 @@ void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int6
                             const float* beta, float* y) {
   if (n * channels * spatial <= 0) return;
   Layout l = layout_for(n, channels, spatial);
-  normalize_eval<<<plane_blocks(l), kThreads, 0, stream>>>(x, y, l, running_mean, running_var, eps, gamma, beta);
+  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize_eval)(x, y, l, running_mean, running_var, eps, gamma, beta);
   LS_CUDA_CHECK_LAUNCH("normalize_eval");
 }
 
@@ -248,17 +249,17 @@ void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, in
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
-  run_gradient_sums<<<run_blocks(l), kThreads, 0, stream>>>(x, dy, l, saved_mean, saved_inv_std, s.first, s.second);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums)(x, dy, l, saved_mean, saved_inv_std, s.first, s.second);
   LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
-  finish_gradient_sums<<<channel_blocks(channels), kThreads, 0, stream>>>(l, s.first, s.second, dgamma, dbeta,
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums)(l, s.first, s.second, dgamma, dbeta,
                                                                           s.floats_a, s.floats_b);
   LS_CUDA_CHECK_LAUNCH("finish_gradient_sums");
   if (!dx || n * spatial == 0) return;
   if (accumulate)
-    input_gradient<true><<<plane_blocks(l), kThreads, 0, stream>>>(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
+    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<true>)(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
                                                                      s.floats_a, s.floats_b);
   else
-    input_gradient<false><<<plane_blocks(l), kThreads, 0, stream>>>(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
+    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<false>)(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
                                                                       s.floats_a, s.floats_b);
   LS_CUDA_CHECK_LAUNCH("input_gradient");
 }
@@ -266,7 +267,7 @@ void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, in
 void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,
                               const float* biased_var, int64_t channels, int64_t values_per_channel, float momentum) {
   if (channels <= 0) return;
-  update_running<<<channel_blocks(channels), kThreads, 0, stream>>>(running_mean, running_var, mean, biased_var,
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, update_running)(running_mean, running_var, mean, biased_var,
                                                                     channels, values_per_channel, momentum);
   LS_CUDA_CHECK_LAUNCH("update_running");
 }
@@ -276,9 +277,9 @@ void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channe
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
-  run_sums<<<run_blocks(l), kThreads, 0, stream>>>(x, l, s.first);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_sums)(x, l, s.first);
   LS_CUDA_CHECK_LAUNCH("run_sums");
-  finish_sums<<<channel_blocks(channels), kThreads, 0, stream>>>(l, s.first, out);
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_sums)(l, s.first, out);
   LS_CUDA_CHECK_LAUNCH("finish_sums");
 }
 

@@ -2,6 +2,7 @@
 #include "kernels/cuda/dropout_cuda.h"
 
 #include "base/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/dropout_math.h"
 
@@ -37,15 +38,15 @@ __global__ void dropout_backward_kernel(const float* dy, float* dx, int64_t n, u
 void dropout_forward(cudaStream_t stream, const float* x, float* y, int64_t n, uint64_t key, uint64_t first_index,
                      float p) {
   if (n <= 0) return;
-  dropout_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, key, first_index, p);
+  LS_LAUNCH(grid_for(n), kThreads, 0, stream, dropout_forward_kernel)(x, y, n, key, first_index, p);
   LS_CUDA_CHECK_LAUNCH("dropout_forward");
 }
 
 void dropout_backward(cudaStream_t stream, const float* dy, float* dx, int64_t n, uint64_t key, uint64_t first_index,
                       float p, bool accumulate) {
   if (n <= 0) return;
-  if (accumulate) dropout_backward_kernel<true><<<grid_for(n), kThreads, 0, stream>>>(dy, dx, n, key, first_index, p);
-  else dropout_backward_kernel<false><<<grid_for(n), kThreads, 0, stream>>>(dy, dx, n, key, first_index, p);
+  if (accumulate) LS_LAUNCH(grid_for(n), kThreads, 0, stream, dropout_backward_kernel<true>)(dy, dx, n, key, first_index, p);
+  else LS_LAUNCH(grid_for(n), kThreads, 0, stream, dropout_backward_kernel<false>)(dy, dx, n, key, first_index, p);
   LS_CUDA_CHECK_LAUNCH("dropout_backward");
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "base/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/elementwise_math.h"
 
 namespace lockstep::cuda {
@@ -72,10 +73,10 @@ __global__ void relu_backward_scalar(const float* y, const float* dy, float* dx,
 template <bool Accumulate>
 void launch_backward(cudaStream_t stream, const float* y, const float* dy, float* dx, int64_t n) {
   if (aligned16(y) && aligned16(dy) && aligned16(dx)) {
-    relu_backward_vec<Accumulate><<<blocks_for(n / 4 + 1), kThreads, 0, stream>>>(y, dy, dx, n);
+    LS_LAUNCH(blocks_for(n / 4 + 1), kThreads, 0, stream, relu_backward_vec<Accumulate>)(y, dy, dx, n);
     LS_CUDA_CHECK_LAUNCH("relu_backward_vec");
   } else {
-    relu_backward_scalar<Accumulate><<<blocks_for(n), kThreads, 0, stream>>>(y, dy, dx, n);
+    LS_LAUNCH(blocks_for(n), kThreads, 0, stream, relu_backward_scalar<Accumulate>)(y, dy, dx, n);
     LS_CUDA_CHECK_LAUNCH("relu_backward_scalar");
   }
 }
@@ -85,10 +86,10 @@ void launch_backward(cudaStream_t stream, const float* y, const float* dy, float
 void relu_forward(cudaStream_t stream, const float* x, float* y, int64_t n) {
   if (n <= 0) return;
   if (aligned16(x) && aligned16(y)) {
-    relu_forward_vec<<<blocks_for(n / 4 + 1), kThreads, 0, stream>>>(x, y, n);
+    LS_LAUNCH(blocks_for(n / 4 + 1), kThreads, 0, stream, relu_forward_vec)(x, y, n);
     LS_CUDA_CHECK_LAUNCH("relu_forward_vec");
   } else {
-    relu_forward_scalar<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+    LS_LAUNCH(blocks_for(n), kThreads, 0, stream, relu_forward_scalar)(x, y, n);
     LS_CUDA_CHECK_LAUNCH("relu_forward_scalar");
   }
 }

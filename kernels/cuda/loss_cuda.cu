@@ -12,6 +12,7 @@
 
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/loss_math.h"
 
 namespace lockstep::cuda {
@@ -150,9 +151,9 @@ LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, 
 
   // All bytes 0xff: bad_row = kNoBadRow.
   LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
-  cross_entropy_rows<<<blocks, kThreads, 0, stream>>>(logits, labels, rows, classes, scale, grad, partials, result);
+  LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows)(logits, labels, rows, classes, scale, grad, partials, result);
   LS_CUDA_CHECK_LAUNCH("cross_entropy_rows");
-  sum_partials<<<1, kThreads, 0, stream>>>(partials, blocks, result);
+  LS_LAUNCH(1, kThreads, 0, stream, sum_partials)(partials, blocks, result);
   LS_CUDA_CHECK_LAUNCH("sum_partials");
 
   auto* host = static_cast<LossResult*>(scratch.host);

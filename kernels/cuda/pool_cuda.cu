@@ -4,6 +4,7 @@
 #include "kernels/cuda/pool_cuda.h"
 
 #include "base/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"
 
@@ -41,7 +42,7 @@ __global__ void global_avg_backward_kernel(const float* dy, float* dx, int64_t p
 void global_avg_pool_forward(cudaStream_t stream, const float* x, float* y, int64_t planes, int64_t plane_size) {
   if (planes <= 0 || plane_size <= 0) return;
   int64_t blocks = (planes + kWarps - 1) / kWarps;
-  global_avg_forward_kernel<<<grid_for(blocks * kThreads), kThreads, 0, stream>>>(x, y, planes, plane_size);
+  LS_LAUNCH(grid_for(blocks * kThreads), kThreads, 0, stream, global_avg_forward_kernel)(x, y, planes, plane_size);
   LS_CUDA_CHECK_LAUNCH("global_avg_pool_forward");
 }
 
@@ -50,8 +51,8 @@ void global_avg_pool_backward(cudaStream_t stream, const float* dy, float* dx, i
   if (planes <= 0 || plane_size <= 0) return;
   const int log2 = detail::plane_group_log2(plane_size);
   const unsigned grid = detail::plane_grid(planes, log2);
-  if (accumulate) global_avg_backward_kernel<true><<<grid, kThreads, 0, stream>>>(dy, dx, planes, plane_size, log2);
-  else global_avg_backward_kernel<false><<<grid, kThreads, 0, stream>>>(dy, dx, planes, plane_size, log2);
+  if (accumulate) LS_LAUNCH(grid, kThreads, 0, stream, global_avg_backward_kernel<true>)(dy, dx, planes, plane_size, log2);
+  else LS_LAUNCH(grid, kThreads, 0, stream, global_avg_backward_kernel<false>)(dy, dx, planes, plane_size, log2);
   LS_CUDA_CHECK_LAUNCH("global_avg_pool_backward");
 }
 

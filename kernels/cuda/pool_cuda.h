@@ -1,12 +1,26 @@
 #pragma once
-// CUDA launchers of global average pooling over planes (N * C planes of
-// plane_size values each); max and average pooling over windows go through
-// cuDNN (runtime/cuda/cudnn_ops.h).
+// Pooling on the GPU (the CPU twin: kernels/cpu/pool_cpu.h): max and average
+// pooling over windows on cuDNN (pool_cuda.cpp), and our own kernels of
+// global average pooling over planes, N * C planes of plane_size values each
+// (pool_cuda.cu).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "kernels/cuda/cudnn_plans.h"
+#include "kernels/pool_geometry.h"
+
+namespace lockstep {
+class CudaLibraries;
+}
+
 namespace lockstep::cuda {
+
+void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y);
+// dx from dy (cuDNN reads x and y too), written or added when `accumulate`.
+void pool2d_backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, const float* y,
+                     const float* dy, float* dx, bool accumulate);
+
 
 // y[p] = the mean of plane p, summed in double in a fixed order.
 void global_avg_pool_forward(cudaStream_t stream, const float* x, float* y, int64_t planes, int64_t plane_size);

@@ -14,6 +14,7 @@
 // the kernel moves only w, g and v (read 12 bytes, write 12 bytes per
 // parameter, the gradient being cleared for the next step).
 #include "kernels/cuda/sgd_cuda.h"
+#include "kernels/cuda/launch.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -110,7 +111,7 @@ void launch(cudaStream_t stream, float* w, float* g, float* v, int64_t first_vec
   toggles.initial = initial;
   for (int i = 0; i < count; ++i) toggles.at[i] = static_cast<uint32_t>(toggles_begin[i] - first_vec);
   int64_t blocks = std::max<int64_t>(1, (vec_count + kVecsPerBlock - 1) / kVecsPerBlock);
-  sgd_momentum_kernel<Capacity><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(w, g, v, toggles, hyper);
+  LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream, sgd_momentum_kernel<Capacity>)(w, g, v, toggles, hyper);
   LS_CUDA_CHECK_LAUNCH("sgd_momentum_kernel");
 }
 

@@ -3,6 +3,7 @@
 #include "kernels/cuda/sgd_unfused_cuda.h"
 
 #include "base/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launch_util.cuh"
 
 namespace lockstep::cuda {
@@ -29,11 +30,11 @@ __global__ void scale_add(float a, float* y, const float* x, int64_t n) {
 void sgd_momentum_unfused(cudaStream_t stream, float* w, float* g, float* v, int64_t n, const SgdHyper& hyper) {
   if (n <= 0) return;
   const unsigned grid = grid_for(n);
-  axpy<<<grid, kThreads, 0, stream>>>(hyper.weight_decay, w, g, n);
+  LS_LAUNCH(grid, kThreads, 0, stream, axpy)(hyper.weight_decay, w, g, n);
   LS_CUDA_CHECK_LAUNCH("axpy (g += wd * w)");
-  scale_add<<<grid, kThreads, 0, stream>>>(hyper.momentum, v, g, n);
+  LS_LAUNCH(grid, kThreads, 0, stream, scale_add)(hyper.momentum, v, g, n);
   LS_CUDA_CHECK_LAUNCH("scale_add (v = mu * v + g)");
-  axpy<<<grid, kThreads, 0, stream>>>(-hyper.lr, v, w, n);
+  LS_LAUNCH(grid, kThreads, 0, stream, axpy)(-hyper.lr, v, w, n);
   LS_CUDA_CHECK_LAUNCH("axpy (w -= lr * v)");
   LS_CUDA_CHECK(cudaMemsetAsync(g, 0, n * sizeof(float), stream));
 }

@@ -7,6 +7,7 @@
 
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"
 
@@ -77,10 +78,10 @@ __global__ void sum_buffers_kernel(SourceList srcs, int count, float* dst, int64
 void add(cudaStream_t stream, const float* a, const float* b, float* y, int64_t n) {
   if (n <= 0) return;
   if (aligned16(a) && aligned16(b) && aligned16(y)) {
-    add_vec<<<grid_for(n / 4 + 1), kThreads, 0, stream>>>(a, b, y, n);
+    LS_LAUNCH(grid_for(n / 4 + 1), kThreads, 0, stream, add_vec)(a, b, y, n);
     LS_CUDA_CHECK_LAUNCH("add_vec");
   } else {
-    add_scalar<<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n);
+    LS_LAUNCH(grid_for(n), kThreads, 0, stream, add_scalar)(a, b, y, n);
     LS_CUDA_CHECK_LAUNCH("add_scalar");
   }
 }
@@ -100,7 +101,7 @@ void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t 
   if (planes * spatial <= 0) return;
   LS_CHECK(planes <= static_cast<int64_t>(UINT32_MAX), "add_channel_bias: ", planes, " planes are too many");
   const int log2 = detail::plane_group_log2(spatial);
-  add_channel_bias_kernel<<<detail::plane_grid(planes, log2), kThreads, 0, stream>>>(
+  LS_LAUNCH(detail::plane_grid(planes, log2), kThreads, 0, stream, add_channel_bias_kernel)(
       y, bias, planes, spatial, log2, static_cast<uint32_t>(channels));
   LS_CUDA_CHECK_LAUNCH("add_channel_bias");
 }
@@ -108,13 +109,13 @@ void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t 
 void fill_rows(cudaStream_t stream, float* y, const float* bias, int64_t rows, int64_t cols) {
   const int64_t total = rows * cols;
   if (total <= 0) return;
-  fill_rows_kernel<<<grid_for(total), kThreads, 0, stream>>>(y, bias, total, cols);
+  LS_LAUNCH(grid_for(total), kThreads, 0, stream, fill_rows_kernel)(y, bias, total, cols);
   LS_CUDA_CHECK_LAUNCH("fill_rows");
 }
 
 void column_sums(cudaStream_t stream, const float* x, int64_t rows, int64_t cols, float* out) {
   if (cols <= 0) return;
-  column_sums_kernel<<<static_cast<unsigned>((cols + kThreads - 1) / kThreads), kThreads, 0, stream>>>(x, rows, cols,
+  LS_LAUNCH(static_cast<unsigned>((cols + kThreads - 1) / kThreads), kThreads, 0, stream, column_sums_kernel)(x, rows, cols,
                                                                                                       out);
   LS_CUDA_CHECK_LAUNCH("column_sums");
 }
@@ -125,7 +126,7 @@ void sum_buffers(cudaStream_t stream, const float* const* srcs, int count, float
   if (end <= begin) return;
   SourceList list{};
   for (int r = 0; r < count; ++r) list.at[r] = srcs[r];
-  sum_buffers_kernel<<<grid_for(end - begin), kThreads, 0, stream>>>(list, count, dst, begin, end);
+  LS_LAUNCH(grid_for(end - begin), kThreads, 0, stream, sum_buffers_kernel)(list, count, dst, begin, end);
   LS_CUDA_CHECK_LAUNCH("sum_buffers");
 }
 

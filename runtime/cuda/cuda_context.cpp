@@ -6,7 +6,7 @@
 
 #include "runtime/cuda/cuda_allocator.h"
 #include "base/cuda/cuda_check.h"
-#include "runtime/cuda/cudnn_plans.h"
+#include "kernels/cuda/cudnn_plans.h"
 #include "base/error.h"
 
 namespace lockstep {
@@ -34,7 +34,10 @@ size_t recommended_cublas_workspace(int device) {
 }  // namespace
 
 CudaState::CudaState(int device_index, const ContextOptions& context_options)
-    : device(device_index), options(context_options), workspace_limit_(context_options.workspace_limit_bytes) {
+    : options(context_options), workspace_limit_(context_options.workspace_limit_bytes) {
+  device = device_index;
+  deterministic = context_options.deterministic;
+  allow_tf32 = context_options.allow_tf32;
   DeviceGuard guard(device);
   try {
     device_allocator_ = cuda_allocator_for(device);
@@ -68,6 +71,12 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
 }
 
 CudaState::~CudaState() { release(); }
+
+void* CudaState::allocate_scratch(size_t bytes) { return bytes ? device_allocator_->allocate(bytes) : nullptr; }
+
+void CudaState::release_scratch(void* ptr, size_t bytes) {
+  if (ptr) device_allocator_->deallocate(ptr, bytes);
+}
 
 void CudaState::release() noexcept {
   if (device < 0) return;
@@ -110,6 +119,8 @@ CudaState& CudaState::operator=(CudaState&& other) noexcept {
   cudnn = std::exchange(other.cudnn, nullptr);
   cublas = std::exchange(other.cublas, nullptr);
   options = other.options;
+  deterministic = other.deterministic;
+  allow_tf32 = other.allow_tf32;
   plans = std::move(other.plans);
   reduce_scratch = std::exchange(other.reduce_scratch, nullptr);
   readback = std::exchange(other.readback, nullptr);

@@ -6,7 +6,7 @@
 // ContextOptions::workspace_limit_bytes, a small scratch pair for results
 // that ops read back to the host (loss sums), and the cuDNN descriptors and
 // convolution algorithms chosen so far, one set per full shape
-// (runtime/cuda/cudnn_plans.h).
+// (kernels/cuda/cudnn_plans.h).
 //
 // Both streams are blocking streams (ordered against the legacy default
 // stream) so that the synchronous copies of runtime/memory.h see their results;
@@ -28,6 +28,7 @@
 
 #include "runtime/allocator.h"
 #include "runtime/context.h"
+#include "kernels/cuda/cuda_libraries.h"
 
 namespace lockstep {
 
@@ -44,9 +45,9 @@ private:
   bool changed_ = false;
 };
 
-class CudnnPlans;
-
-struct CudaState {
+// The library handles, the compute stream and the plans are CudaLibraries'
+// (kernels/cuda/cuda_libraries.h), what the cuDNN and cuBLAS twins use.
+struct CudaState final : CudaLibraries {
   CudaState(int device, const ContextOptions& options);
   ~CudaState();
   CudaState(CudaState&& other) noexcept;
@@ -54,22 +55,15 @@ struct CudaState {
   CudaState(const CudaState&) = delete;
   CudaState& operator=(const CudaState&) = delete;
 
-  int device = -1;
-  cudaStream_t compute_stream = nullptr;
   cudaStream_t comm_stream = nullptr;
-  cudnnHandle_t cudnn = nullptr;    // runs on compute_stream
-  cublasHandle_t cublas = nullptr;  // runs on compute_stream, with its own workspace
   ContextOptions options;
-  // Descriptors and algorithms per shape; only the context's thread uses them.
-  std::unique_ptr<CudnnPlans> plans;
 
-  // Device memory of at least `bytes` for cuDNN on the compute stream: grows
-  // on demand, never beyond workspace_limit_bytes (an Error names both).
-  // Valid until the next call; work already queued on the compute stream may
-  // still use the old block, which stream order makes safe.
-  void* workspace(size_t bytes);
+  void* workspace(size_t bytes) override;
   size_t workspace_bytes() const { return workspace_bytes_; }
-  size_t workspace_limit_bytes() const { return workspace_limit_; }
+  size_t workspace_limit_bytes() const override { return workspace_limit_; }
+  // From the device's caching allocator.
+  void* allocate_scratch(size_t bytes) override;
+  void release_scratch(void* ptr, size_t bytes) override;
   size_t cublas_workspace_bytes() const { return cublas_workspace_bytes_; }
 
   // Scratch for an op that reduces on the device and reads the result back:

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "runtime/cuda/cuda_context.h"
-#include "runtime/cuda/cudnn_plans.h"
+#include "kernels/cuda/cudnn_plans.h"
 #include "ops/batchnorm.h"
 #include "ops/conv.h"
 #include "ops/linear.h"

@@ -7,21 +7,21 @@
 #include <cstdint>
 
 namespace lockstep {
-struct CudaState;
+class CudaLibraries;
 }
 
 namespace lockstep::cuda {
 
 // y = x w^T + bias (the bias preloaded into y, as the CPU reference does); bias may be null.
-void linear_forward(CudaState& state, const float* x, const float* w, const float* bias, float* y, int64_t batch,
+void linear_forward(CudaLibraries& state, const float* x, const float* w, const float* bias, float* y, int64_t batch,
                     int64_t in_features, int64_t out_features);
 // dx = dy w, written or added when `accumulate`.
-void linear_backward_data(CudaState& state, const float* dy, const float* w, float* dx, int64_t batch,
+void linear_backward_data(CudaLibraries& state, const float* dy, const float* w, float* dx, int64_t batch,
                           int64_t in_features, int64_t out_features, bool accumulate);
 // dw = dy^T x, written (zeros for an empty batch).
-void linear_backward_weight(CudaState& state, const float* x, const float* dy, float* dw, int64_t batch,
+void linear_backward_weight(CudaLibraries& state, const float* x, const float* dy, float* dw, int64_t batch,
                             int64_t in_features, int64_t out_features);
 // db = the column sums of dy, in double, rows in order.
-void linear_backward_bias(CudaState& state, const float* dy, float* db, int64_t batch, int64_t out_features);
+void linear_backward_bias(CudaLibraries& state, const float* dy, float* db, int64_t batch, int64_t out_features);
 
 }  // namespace lockstep::cuda

@@ -1,4 +1,4 @@
-#include "runtime/cuda/cudnn_plans.h"
+#include "kernels/cuda/cudnn_plans.h"
 
 #include <algorithm>
 #include <climits>
@@ -6,9 +6,8 @@
 #include <vector>
 
 #include "base/cuda/cuda_check.h"
-#include "runtime/cuda/cuda_context.h"
+#include "kernels/cuda/cuda_libraries.h"
 #include "base/error.h"
-#include "runtime/tensor.h"
 
 namespace lockstep {
 
@@ -102,7 +101,24 @@ bool uses_tensor_cores(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-template <typename Perf> bool acceptable(const Perf& p, const ContextOptions& o, size_t workspace_cap) {
+// Device memory of a search, given back when it goes out of scope.
+struct Scratch {
+  explicit Scratch(CudaLibraries& owner) : owner(owner) {}
+  ~Scratch() {
+    if (ptr) owner.release_scratch(ptr, bytes);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void allocate(size_t n) {
+    ptr = owner.allocate_scratch(n);
+    bytes = n;
+  }
+  CudaLibraries& owner;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
+template <typename Perf> bool acceptable(const Perf& p, const CudaLibraries& o, size_t workspace_cap) {
   if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspace_cap) return false;
   if (o.deterministic && p.determinism != CUDNN_DETERMINISTIC) return false;
   if (!o.allow_tf32 && uses_tensor_cores(p.mathType)) return false;
@@ -110,9 +126,9 @@ template <typename Perf> bool acceptable(const Perf& p, const ContextOptions& o,
 }
 
 template <typename Dir>
-ConvAlgorithm choose(CudaState& state, ConvPlan& plan, ConvDirection direction, const ConvBuffers& buffers) {
+ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection direction, const ConvBuffers& buffers) {
   using Perf = typename Dir::Perf;
-  const ContextOptions& options = state.options;
+  const CudaLibraries& options = state;
   const size_t limit = state.workspace_limit_bytes();
   cudnnHandle_t handle = state.cudnn;
 
@@ -134,21 +150,20 @@ ConvAlgorithm choose(CudaState& state, ConvPlan& plan, ConvDirection direction, 
   Perf best = candidates.front();
   // Timing on the real shapes, with scratch the search may use freely: the
   // workspace, and the output when the op's own must not be overwritten.
-  Device device = Device::cuda(state.device);
-  Tensor scratch, scratch_output;
+  Scratch scratch(state), scratch_output(state);
   bool have_scratch = true;
   try {
-    scratch = Tensor::empty(Shape{static_cast<int64_t>((most_workspace + 3) / 4)}, device);
-    if (!buffers.output) scratch_output = Tensor::empty(Shape{static_cast<int64_t>(Dir::output_bytes(plan.geometry) / 4)}, device);
+    scratch.allocate(most_workspace);
+    if (!buffers.output) scratch_output.allocate(Dir::output_bytes(plan.geometry));
   } catch (const Error&) {
     have_scratch = false;  // short of memory: keep the heuristics' choice
   }
   if (have_scratch) {
-    void* output = buffers.output ? buffers.output : scratch_output.raw();
+    void* output = buffers.output ? buffers.output : scratch_output.ptr;
     Perf timed[Dir::count];
     int timed_count = 0;
     cudnnStatus_t status =
-        Dir::find(handle, plan, buffers, output, Dir::count, &timed_count, timed, scratch.raw(), most_workspace);
+        Dir::find(handle, plan, buffers, output, Dir::count, &timed_count, timed, scratch.ptr, most_workspace);
     // Results come fastest first; the scratch must outlive the search's kernels.
     LS_CUDA_CHECK(cudaStreamSynchronize(state.compute_stream));
     if (status == CUDNN_STATUS_SUCCESS) {
@@ -237,13 +252,13 @@ PoolPlan& CudnnPlans::pool(const PoolGeometry& g, PoolMode mode) {
   return ref;
 }
 
-const ConvAlgorithm& conv_algorithm(CudaState& state, ConvPlan& plan, ConvDirection direction,
+const ConvAlgorithm& conv_algorithm(CudaLibraries& state, ConvPlan& plan, ConvDirection direction,
                                     const ConvBuffers& buffers) {
   ConvAlgorithm& slot = plan.choice(direction);
   if (slot.chosen) return slot;
   // Search with the math the context allows; the choice then fixes it.
   LS_CUDNN_CHECK(
-      cudnnSetConvolutionMathType(plan.desc(direction), state.options.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+      cudnnSetConvolutionMathType(plan.desc(direction), state.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   switch (direction) {
     case ConvDirection::forward: slot = choose<Forward>(state, plan, direction, buffers); break;
     case ConvDirection::backward_data: slot = choose<BackwardData>(state, plan, direction, buffers); break;
@@ -251,5 +266,8 @@ const ConvAlgorithm& conv_algorithm(CudaState& state, ConvPlan& plan, ConvDirect
   }
   return slot;
 }
+
+CudaLibraries::CudaLibraries() = default;
+CudaLibraries::~CudaLibraries() = default;
 
 }  // namespace lockstep

@@ -1,7 +1,8 @@
-#include "runtime/cuda/cudnn_ops.h"
+#include "kernels/cuda/conv_cuda.h"
 
 #include "base/cuda/cuda_check.h"
-#include "runtime/cuda/cuda_context.h"
+#include "kernels/cuda/cuda_libraries.h"
+#include "kernels/cuda/cudnn_plans.h"
 #include "kernels/cuda/tensor_ops_cuda.h"
 
 namespace lockstep::cuda {
@@ -11,7 +12,7 @@ const float kOne = 1.0f;
 const float kZero = 0.0f;
 }  // namespace
 
-void conv2d_forward(CudaState& state, const ConvGeometry& g, const float* x, const float* w, const float* bias,
+void conv2d_forward(CudaLibraries& state, const ConvGeometry& g, const float* x, const float* w, const float* bias,
                     float* y) {
   if (g.batch == 0) return;
   ConvPlan& plan = state.plans->conv(g);
@@ -24,7 +25,7 @@ void conv2d_forward(CudaState& state, const ConvGeometry& g, const float* x, con
   if (bias) add_channel_bias(state.compute_stream, y, bias, g.batch, g.out_channels, g.out_h * g.out_w);
 }
 
-void conv2d_backward_data(CudaState& state, const ConvGeometry& g, const float* dy, const float* w, float* dx,
+void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const float* dy, const float* w, float* dx,
                           bool accumulate) {
   if (g.batch == 0) return;
   ConvPlan& plan = state.plans->conv(g);
@@ -38,7 +39,7 @@ void conv2d_backward_data(CudaState& state, const ConvGeometry& g, const float* 
                                               a.workspace_bytes, accumulate ? &kOne : &kZero, plan.x.get(), dx));
 }
 
-void conv2d_backward_filter(CudaState& state, const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const float* x, const float* dy, float* dw) {
   if (g.batch == 0) {
     LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * g.weight_numel(), state.compute_stream));
     return;
@@ -50,20 +51,6 @@ void conv2d_backward_filter(CudaState& state, const ConvGeometry& g, const float
                                                 plan.desc(ConvDirection::backward_filter),
                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), workspace,
                                                 a.workspace_bytes, &kZero, plan.w.get(), dw));
-}
-
-void pool2d_forward(CudaState& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y) {
-  if (g.planes == 0) return;
-  PoolPlan& plan = state.plans->pool(g, mode);
-  LS_CUDNN_CHECK(cudnnPoolingForward(state.cudnn, plan.pool.get(), &kOne, plan.x.get(), x, &kZero, plan.y.get(), y));
-}
-
-void pool2d_backward(CudaState& state, const PoolGeometry& g, PoolMode mode, const float* x, const float* y,
-                     const float* dy, float* dx, bool accumulate) {
-  if (g.planes == 0) return;
-  PoolPlan& plan = state.plans->pool(g, mode);
-  LS_CUDNN_CHECK(cudnnPoolingBackward(state.cudnn, plan.pool.get(), &kOne, plan.y.get(), y, plan.y.get(), dy,
-                                      plan.x.get(), x, accumulate ? &kOne : &kZero, plan.x.get(), dx));
 }
 
 }  // namespace lockstep::cuda

@@ -8,9 +8,9 @@
 //
 // Choosing an algorithm: cuDNN's heuristics (cudnnGet*_v7) list the
 // candidates; those that need more workspace than
-// ContextOptions::workspace_limit_bytes, that are not deterministic when
-// ContextOptions::deterministic asks for it, or that use tensor cores when
-// ContextOptions::allow_tf32 is off are dropped; cudnnFind*Ex then times the
+// CudaLibraries::workspace_limit_bytes(), that are not deterministic when
+// CudaLibraries::deterministic asks for it, or that use tensor cores when
+// CudaLibraries::allow_tf32 is off are dropped; cudnnFind*Ex then times the
 // rest on the real shapes with a scratch workspace as large as the most
 // demanding of them, and the fastest wins. When that scratch cannot be had,
 // the heuristics' first acceptable choice is used untimed. Math: TF32 allowed
@@ -29,7 +29,7 @@
 
 namespace lockstep {
 
-struct CudaState;
+class CudaLibraries;
 
 // Move-only owners of cuDNN descriptors (creating one costs no device work).
 template <typename Handle, cudnnStatus_t (*Destroy)(Handle)> class CudnnDescriptor {
@@ -131,7 +131,7 @@ struct ConvBuffers {
 
 // The algorithm for `direction` of `plan`, chosen on first use as described
 // above. Throws an Error naming the shapes when no algorithm fits the limits.
-const ConvAlgorithm& conv_algorithm(CudaState& state, ConvPlan& plan, ConvDirection direction,
+const ConvAlgorithm& conv_algorithm(CudaLibraries& state, ConvPlan& plan, ConvDirection direction,
                                     const ConvBuffers& buffers);
 
 }  // namespace lockstep

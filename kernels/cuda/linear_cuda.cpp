@@ -1,9 +1,9 @@
-#include "runtime/cuda/cublas_ops.h"
+#include "kernels/cuda/linear_cuda.h"
 
 #include <climits>
 
 #include "base/cuda/cuda_check.h"
-#include "runtime/cuda/cuda_context.h"
+#include "kernels/cuda/cuda_libraries.h"
 #include "base/error.h"
 #include "kernels/cuda/tensor_ops_cuda.h"
 
@@ -16,7 +16,7 @@ int blas_int(int64_t v, const char* what) {
 }
 }  // namespace
 
-void linear_forward(CudaState& state, const float* x, const float* w, const float* bias, float* y, int64_t batch,
+void linear_forward(CudaLibraries& state, const float* x, const float* w, const float* bias, float* y, int64_t batch,
                     int64_t in_features, int64_t out_features) {
   if (batch == 0) return;
   const int n = blas_int(batch, "batch"), f = blas_int(in_features, "in_features"),
@@ -28,7 +28,7 @@ void linear_forward(CudaState& state, const float* x, const float* w, const floa
                               y, o));
 }
 
-void linear_backward_data(CudaState& state, const float* dy, const float* w, float* dx, int64_t batch,
+void linear_backward_data(CudaLibraries& state, const float* dy, const float* w, float* dx, int64_t batch,
                           int64_t in_features, int64_t out_features, bool accumulate) {
   if (batch == 0) return;
   const int n = blas_int(batch, "batch"), f = blas_int(in_features, "in_features"),
@@ -39,7 +39,7 @@ void linear_backward_data(CudaState& state, const float* dy, const float* w, flo
                               accumulate ? &one : &zero, dx, f));
 }
 
-void linear_backward_weight(CudaState& state, const float* x, const float* dy, float* dw, int64_t batch,
+void linear_backward_weight(CudaLibraries& state, const float* x, const float* dy, float* dw, int64_t batch,
                             int64_t in_features, int64_t out_features) {
   if (batch == 0) {
     LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * in_features * out_features, state.compute_stream));
@@ -52,7 +52,7 @@ void linear_backward_weight(CudaState& state, const float* x, const float* dy, f
   LS_CUBLAS_CHECK(cublasSgemm(state.cublas, CUBLAS_OP_N, CUBLAS_OP_T, f, o, n, &one, x, f, dy, o, &zero, dw, f));
 }
 
-void linear_backward_bias(CudaState& state, const float* dy, float* db, int64_t batch, int64_t out_features) {
+void linear_backward_bias(CudaLibraries& state, const float* dy, float* db, int64_t batch, int64_t out_features) {
   column_sums(state.compute_stream, dy, batch, out_features, db);
 }
 

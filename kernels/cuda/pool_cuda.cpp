@@ -1,0 +1,29 @@
+// Max and average pooling over windows on cuDNN, with the descriptors of
+// CudnnPlans (kernels/cuda/cudnn_plans.h).
+#include "base/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_libraries.h"
+#include "kernels/cuda/cudnn_plans.h"
+#include "kernels/cuda/pool_cuda.h"
+
+namespace lockstep::cuda {
+
+namespace {
+const float kOne = 1.0f;
+const float kZero = 0.0f;
+}  // namespace
+
+void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y) {
+  if (g.planes == 0) return;
+  PoolPlan& plan = state.plans->pool(g, mode);
+  LS_CUDNN_CHECK(cudnnPoolingForward(state.cudnn, plan.pool.get(), &kOne, plan.x.get(), x, &kZero, plan.y.get(), y));
+}
+
+void pool2d_backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, const float* y,
+                     const float* dy, float* dx, bool accumulate) {
+  if (g.planes == 0) return;
+  PoolPlan& plan = state.plans->pool(g, mode);
+  LS_CUDNN_CHECK(cudnnPoolingBackward(state.cudnn, plan.pool.get(), &kOne, plan.y.get(), y, plan.y.get(), dy,
+                                      plan.x.get(), x, accumulate ? &kOne : &kZero, plan.x.get(), dx));
+}
+
+}  // namespace lockstep::cuda

@@ -18,9 +18,7 @@ target_link_libraries(lockstep_emu_cudnn PUBLIC lockstep_emu_cudart PRIVATE lock
 add_library(lockstep_emu_cublas STATIC
   ${_standins}/cublas/handle.cpp
   ${_standins}/cublas/sgemm.cpp)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(LOCKSTEP_EMU_OPENBLAS REQUIRED IMPORTED_TARGET openblas)
-target_link_libraries(lockstep_emu_cublas PUBLIC lockstep_emu_cudart PRIVATE PkgConfig::LOCKSTEP_EMU_OPENBLAS)
+target_link_libraries(lockstep_emu_cublas PUBLIC lockstep_emu_cudart PRIVATE PkgConfig::OPENBLAS)
 
 add_library(lockstep_emu_nccl STATIC
   ${_standins}/nccl/clique.cpp
@@ -31,7 +29,7 @@ target_link_libraries(lockstep_emu_nccl PUBLIC lockstep_emu_cudart)
 
 foreach(_lib lockstep_emu_cudnn lockstep_emu_cublas lockstep_emu_nccl)
   # The root for "emu/..." and "kernels/..." includes.
-  target_include_directories(${_lib} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_include_directories(${_lib} PRIVATE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
   target_compile_features(${_lib} PUBLIC cxx_std_20)
   # cuDNN 9 marks its legacy API (the one lockstep uses) deprecated.
   target_compile_options(${_lib} PRIVATE -Wno-deprecated-declarations)

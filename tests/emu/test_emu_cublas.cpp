@@ -91,7 +91,7 @@ TEST_CASE("emulated cublas: sgemm equals naive loops for every transpose pair an
       }
 }
 
-TEST_CASE("emulated cublas: k = 0 scales C by beta; m = 0 does nothing", "[emu][cublas]") {
+TEST_CASE("emulated cublas: k = 0 scales C by beta, m = 0 does nothing", "[emu][cublas]") {
   Handle handle;
   std::vector<float> c = {1, 2, 3, 4};
   DeviceBuffer gc(c), dummy(std::vector<float>(1, 0.0f));

@@ -170,7 +170,7 @@ TEST_CASE("emulated cudnn: backward data and filter equal naive loops, beta accu
   }
 }
 
-TEST_CASE("emulated cudnn: strides are used as given; beta 0 never reads y", "[emu][cudnn]") {
+TEST_CASE("emulated cudnn: strides are used as given, beta 0 never reads y", "[emu][cudnn]") {
   const Shape s = kOdd;
   Cudnn d(s);
   auto x = values(s.x_count(), 8), w = values(s.w_count(), 9);

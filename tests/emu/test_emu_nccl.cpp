@@ -129,7 +129,7 @@ TEST_CASE("emulated nccl: all-reduce sums in rank order on 2 and 4 ranks, severa
   }
 }
 
-TEST_CASE("emulated nccl: ranks meet by unique id; count, rank and broadcast", "[emu][nccl]") {
+TEST_CASE("emulated nccl: ranks meet by unique id, count, rank and broadcast", "[emu][nccl]") {
   const int n = 2;
   if (!enough_devices(n)) return;
   ncclUniqueId id;

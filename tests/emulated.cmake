@@ -1,0 +1,12 @@
+# End-to-end tests of the lockstep program in the emulated GPU build
+# (tests/cli/test_emulated.py): two emulated devices against the CPU backend,
+# and `lockstep info` saying the devices are emulated. Labelled gpu; they pin
+# their own device count.
+if(NOT LOCKSTEP_GPU STREQUAL "emulated")
+  return()
+endif()
+foreach(t test_two_emulated_devices_train_as_the_cpu test_info_says_the_devices_are_emulated)
+  add_test(NAME emulated_cli.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_emulated.py Emulated.${t})
+  set_tests_properties(emulated_cli.${t} PROPERTIES LABELS gpu TIMEOUT 900
+    ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_EMU_DEVICES=2;PYTHONDONTWRITEBYTECODE=1")
+endforeach()

@@ -3,6 +3,7 @@
 // "emulated" so nothing reports an emulated run as a GPU), peer access.
 #include "internal.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -12,8 +13,15 @@ namespace {
 int parse_device_count() {
   const char* env = std::getenv("LOCKSTEP_EMU_DEVICES");
   if (!env || !*env) return 1;
-  int n = std::atoi(env);
-  return n < 1 ? 1 : (n > kMaxDevices ? kMaxDevices : n);
+  char* end = nullptr;
+  long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 1 || n > kMaxDevices) {
+    long used = (*end != '\0' || n < 1) ? 1 : kMaxDevices;
+    std::fprintf(stderr, "lockstep-emu: LOCKSTEP_EMU_DEVICES=%s is not a count from 1 to %d; using %ld\n", env,
+                 kMaxDevices, used);
+    return static_cast<int>(used);
+  }
+  return static_cast<int>(n);
 }
 thread_local int t_current_device = 0;
 }  // namespace

@@ -202,8 +202,11 @@ cudaError_t cudaFree(void* p) {
   if (p) {
     auto a = lockstep::emu::find_allocation(p);
     if (!a || a->kind != Allocation::Kind::device || a->base != p) return record(cudaErrorInvalidValue);
-    // cudaFree synchronises the device: kernels still using the memory finish first.
+    // cudaFree synchronises the device: kernels still using the memory finish
+    // first. A copy queued on the current device may name memory of another
+    // (unified addressing), so the current device is waited for too.
     drain_device(a->device);
+    if (current_device() != a->device) drain_device(current_device());
     count_host_sync();
   }
   return record(release(p, Allocation::Kind::device));

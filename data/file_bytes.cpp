@@ -7,63 +7,138 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <system_error>
 
 #include "base/error.h"
 
 namespace lockstep::data {
+namespace {
 
-std::vector<uint8_t> read_file_bytes(const std::string& path, const std::string& what) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  LS_CHECK(fs::exists(path, ec), what, " ", path, ": no such file");
-  LS_CHECK(!fs::is_directory(path, ec), what, " ", path, ": is a folder, not a file");
-  errno = 0;
-  gzFile file = gzopen(path.c_str(), "rb");
-  LS_CHECK(file != nullptr, what, " ", path, ": cannot open (", errno ? std::strerror(errno) : "out of memory", ")");
+// errno through error_code: strerror is not thread-safe, and loader threads read side by side.
+std::string errno_reason(int error) { return std::error_code(error, std::generic_category()).message(); }
+
+std::string size_text(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+
+// An open descriptor of the regular file `path` and its size. Opened without
+// blocking: open() on a FIFO would otherwise wait for a writer.
+int open_regular(const std::string& path, const std::string& what, uint64_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    LS_FAIL(what, " ", path, ": cannot open (", errno_reason(errno), ")");
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    LS_FAIL(what, " ", path, ": cannot read its status (", errno_reason(error), ")");
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    LS_FAIL(what, " ", path, ": is ", file_kind(info.st_mode), ", not a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  size = info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0;
+  return fd;
+}
+
+}  // namespace
+
+std::string file_kind(unsigned mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
+FileReader::FileReader(const std::string& path, const std::string& what) : path_(path), what_(what) {
+  const int fd = open_regular(path, what, size_on_disk_);
+  gzFile file = gzdopen(fd, "rb");
+  if (file == nullptr) {
+    ::close(fd);
+    LS_FAIL(what, " ", path, ": cannot open (out of memory for zlib's buffers)");
+  }
   gzbuffer(file, 1 << 18);
-  // Start from the file size: exact for plain files, a lower bound for gzip.
-  uintmax_t on_disk = fs::file_size(path, ec);
-  if (ec) on_disk = 0;
-  std::vector<uint8_t> bytes(std::max<size_t>(static_cast<size_t>(on_disk), 1 << 16));
+  gz_ = file;
+}
+
+FileReader::~FileReader() { gzclose(static_cast<gzFile>(gz_)); }
+
+size_t FileReader::read(uint8_t* out, size_t size) {
+  gzFile file = static_cast<gzFile>(gz_);
   size_t filled = 0;
-  for (;;) {
-    if (filled == bytes.size()) bytes.resize(bytes.size() * 2);
-    const size_t want = std::min<size_t>(bytes.size() - filled, 1u << 30);
-    const int got = gzread(file, bytes.data() + filled, static_cast<unsigned>(want));
-    if (got <= 0) break;
+  if (size > 0 && peeked_ >= 0) {
+    out[filled++] = static_cast<uint8_t>(peeked_);
+    peeked_ = -1;
+  }
+  while (filled < size) {
+    const size_t want = std::min<size_t>(size - filled, 1u << 30);
+    const int got = gzread(file, out + filled, static_cast<unsigned>(want));
+    if (got <= 0) {
+      int status = Z_OK;
+      const char* message = gzerror(file, &status);
+      LS_CHECK(status == Z_OK || status == Z_STREAM_END, what_, " ", path_,
+               ": the gzip stream is damaged or truncated (zlib: ", message ? message : "", ")");
+      break;
+    }
     filled += static_cast<size_t>(got);
   }
-  int status = Z_OK;
-  const char* message = gzerror(file, &status);
-  const std::string reason = message ? message : "";
-  gzclose(file);
-  LS_CHECK(status == Z_OK || status == Z_STREAM_END, what, " ", path,
-           ": the gzip stream is damaged or truncated (zlib: ", reason, ")");
+  return filled;
+}
+
+bool FileReader::at_end() {
+  if (peeked_ >= 0) return false;
+  uint8_t byte = 0;
+  if (read(&byte, 1) == 0) return true;
+  peeked_ = byte;
+  return false;
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, const std::string& what, uint64_t max_bytes) {
+  FileReader reader(path, what);
+  // Start from the file size: exact for plain files, a lower bound for gzip.
+  std::vector<uint8_t> bytes;
+  size_t filled = 0;
+  size_t capacity = static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(reader.size_on_disk(), 1 << 16), max_bytes + 1));
+  for (;;) {
+    bytes.resize(capacity);
+    filled += reader.read(bytes.data() + filled, capacity - filled);
+    if (filled < capacity) break;
+    LS_CHECK(filled <= max_bytes, what, " ", path, ": holds more than ", size_text(max_bytes),
+             reader.size_on_disk() < filled ? " once inflated" : "", " (the limit for a data file)");
+    capacity = static_cast<size_t>(std::min<uint64_t>(uint64_t{capacity} * 2, max_bytes + 1));
+  }
   bytes.resize(filled);
   bytes.shrink_to_fit();
   return bytes;
 }
 
-void read_plain_file(const std::string& path, std::vector<uint8_t>& bytes, const std::string& what) {
-  // errno through error_code: strerror is not thread-safe, and loader threads read side by side.
-  auto reason = [] { return std::error_code(errno, std::generic_category()).message(); };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  LS_CHECK(fd >= 0, what, " ", path, ": cannot open (", reason(), ")");
-  struct stat info {};
-  const size_t expected = ::fstat(fd, &info) == 0 && info.st_size > 0 ? static_cast<size_t>(info.st_size) : 0;
+void read_plain_file(const std::string& path, std::vector<uint8_t>& bytes, const std::string& what,
+                     uint64_t max_bytes) {
+  uint64_t size = 0;
+  const int fd = open_regular(path, what, size);
+  if (size > max_bytes) {
+    ::close(fd);
+    LS_FAIL(what, " ", path, ": ", size_text(size), ", more than the limit of ", size_text(max_bytes));
+  }
   // One byte beyond the size, so a file that grew since is still read to its end.
-  bytes.resize(expected + 1);
+  bytes.resize(static_cast<size_t>(size) + 1);
   size_t filled = 0;
   for (;;) {
-    if (filled == bytes.size()) bytes.resize(bytes.size() * 2);
+    if (filled == bytes.size()) {
+      if (filled > max_bytes) {
+        ::close(fd);
+        LS_FAIL(what, " ", path, ": grew past the limit of ", size_text(max_bytes), " while it was read");
+      }
+      bytes.resize(static_cast<size_t>(std::min<uint64_t>(uint64_t{filled} * 2, max_bytes + 1)));
+    }
     const ssize_t got = ::read(fd, bytes.data() + filled, bytes.size() - filled);
     if (got == 0) break;
     if (got < 0) {
       if (errno == EINTR) continue;
-      const std::string why = reason();
+      const std::string why = errno_reason(errno);
       ::close(fd);
       LS_FAIL(what, " ", path, ": cannot read (", why, ")");
     }
@@ -74,8 +149,8 @@ void read_plain_file(const std::string& path, std::vector<uint8_t>& bytes, const
 }
 
 bool is_file(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec);
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
 }  // namespace lockstep::data

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "data/file_bytes.h"
 #include "base/error.h"
 
 namespace lockstep::data {
@@ -23,33 +22,47 @@ uint32_t big_endian32(const uint8_t* p) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path, int rank) {
-  std::vector<uint8_t> bytes = read_file_bytes(path, "IDX file");
-  LS_CHECK(bytes.size() >= 4, "IDX file ", path, ": truncated (", bytes.size(),
-           " bytes, shorter than the 4-byte magic number)");
-  const uint32_t magic = big_endian32(bytes.data());
+IdxArray read_idx(const std::string& path, int rank, uint64_t max_bytes) {
+  // Streamed: the header says how many bytes follow, and no more are inflated
+  // (a gzip bomb stops at the header's size, a lie about it is an error).
+  LS_CHECK(rank >= 1 && rank <= 4, "read_idx ", path, ": rank ", rank, " (1 to 4 are supported)");
+  FileReader reader(path, "IDX file");
+  uint8_t head[4 + 4 * 4];
+  size_t got = reader.read(head, 4);
+  LS_CHECK(got == 4, "IDX file ", path, ": truncated (", got, " bytes, shorter than the 4-byte magic number)");
+  const uint32_t magic = big_endian32(head);
   const uint32_t expected = 0x00000800u | static_cast<uint32_t>(rank);
   LS_CHECK(magic == expected, "IDX file ", path, ": wrong magic number ", hex32(magic), " (expected ", hex32(expected),
            ": unsigned bytes in ", rank, " dimension", rank == 1 ? "" : "s", ")");
   const size_t header = 4 + 4 * static_cast<size_t>(rank);
-  LS_CHECK(bytes.size() >= header, "IDX file ", path, ": truncated header (", bytes.size(), " bytes, the header is ",
-           header, ")");
+  got = 4 + reader.read(head + 4, header - 4);
+  LS_CHECK(got == header, "IDX file ", path, ": truncated header (", got, " bytes, the header is ", header, ")");
   IdxArray array;
-  size_t payload = 1;
+  uint64_t payload = 1;
+  bool overflow = false;
   std::string extents;
   for (int d = 0; d < rank; ++d) {
-    const uint32_t extent = big_endian32(bytes.data() + 4 + 4 * d);
+    const uint32_t extent = big_endian32(head + 4 + 4 * d);
     array.dims.push_back(extent);
-    payload *= extent;
+    overflow = overflow || __builtin_mul_overflow(payload, uint64_t{extent}, &payload);
     extents += (d ? " x " : "") + std::to_string(extent);
   }
-  const size_t present = bytes.size() - header;
-  LS_CHECK(present >= payload, "IDX file ", path, ": truncated (the header says ", extents, " = ", payload,
-           " bytes, only ", present, " follow it)");
-  LS_CHECK(present == payload, "IDX file ", path, ": ", present - payload, " unexpected bytes after the ", extents,
-           " values its header announces");
-  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
-  array.values = std::move(bytes);
+  LS_CHECK(!overflow && payload <= max_bytes, "IDX file ", path, ": its header announces ", extents,
+           overflow ? " values, more than 2^64" : " = " + std::to_string(payload) + " values",
+           ", more than the limit of ", max_bytes, " bytes for a data file");
+  // Grown as the data arrives, so a short file that claims a lot allocates little.
+  std::vector<uint8_t>& values = array.values;
+  size_t filled = 0;
+  while (filled < payload) {
+    values.resize(static_cast<size_t>(std::min<uint64_t>(payload, std::max<uint64_t>(2 * filled, 1 << 24))));
+    const size_t chunk = reader.read(values.data() + filled, values.size() - filled);
+    filled += chunk;
+    if (filled < values.size()) break;
+  }
+  LS_CHECK(filled == payload, "IDX file ", path, ": truncated (the header says ", extents, " = ", payload,
+           " bytes, only ", filled, " follow it)");
+  LS_CHECK(reader.at_end(), "IDX file ", path, ": unexpected bytes after the ", extents,
+           " values its header announces (the file is longer than its header says)");
   return array;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/file_bytes.h"
 
 namespace lockstep::data {
 
@@ -16,10 +17,11 @@ struct IdxArray {
   std::vector<uint8_t> values;  // the payload, header removed
 };
 
-// Reads an IDX file of unsigned bytes with `rank` dimensions. Throws
+// Reads an IDX file of unsigned bytes with `rank` dimensions (1 to 4),
+// inflating a gzip file only as far as its header's size. Throws
 // lockstep::Error naming the file on a wrong magic number, a truncated header
-// or payload, or trailing bytes.
-IdxArray read_idx(const std::string& path, int rank);
+// or payload, trailing bytes, or a header announcing more than `max_bytes`.
+IdxArray read_idx(const std::string& path, int rank, uint64_t max_bytes = kMaxFileBytes);
 
 // Images [N, H, W] and labels [N] as a grey data set. Throws naming the files
 // when the counts differ or a label is outside [0, class_names.size()).

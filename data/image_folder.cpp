@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -59,19 +60,37 @@ std::vector<std::string> list_images(const fs::path& class_dir) {
 // Empty when the image's header is readable; otherwise why not, naming the
 // file. stb_image reads only the start of the file; a JPEG that it refuses
 // (arithmetic coding, 12 bits) is read whole and asked of libjpeg-turbo.
-std::string check_header(const std::string& path) {
+std::string check_header(const std::string& path, int64_t max_pixels) {
   if (is_zero_byte(path)) return "zero-byte image " + path;
   int w = 0, h = 0, n = 0;
-  if (stbi_info(path.c_str(), &w, &h, &n)) return "";
+  if (stbi_info(path.c_str(), &w, &h, &n)) return pixel_limit_problem(path, w, h, max_pixels);
   const std::string reason = failure_reason();
   std::vector<uint8_t> bytes;
   read_plain_file(path, bytes, "image");
   if (!is_jpeg(bytes.data(), bytes.size())) return "cannot decode image " + path + " (" + reason + ")";
   const std::string problem = jpeg_header_problem(bytes.data(), bytes.size());
-  return problem.empty() ? "" : "cannot decode image " + path + " (" + problem + ")";
+  if (!problem.empty()) return "cannot decode image " + path + " (" + problem + ")";
+  const auto size = jpeg_declared_size(bytes.data(), bytes.size());
+  return size ? pixel_limit_problem(path, size->first, size->second, max_pixels) : "";
+}
+
+// The image's declared width and height, from its header, before anything is decoded.
+std::optional<std::pair<int64_t, int64_t>> declared_size(const std::vector<uint8_t>& bytes) {
+  if (is_jpeg(bytes.data(), bytes.size())) return jpeg_declared_size(bytes.data(), bytes.size());
+  int w = 0, h = 0, n = 0;
+  if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n)) return std::nullopt;
+  return std::pair<int64_t, int64_t>{w, h};
 }
 
 }  // namespace
+
+std::string pixel_limit_problem(const std::string& path, int64_t width, int64_t height, int64_t max_pixels) {
+  const int64_t pixels = width * height;  // each below 2^31: no overflow
+  if (pixels <= max_pixels) return "";
+  return "image " + path + " declares " + std::to_string(width) + "x" + std::to_string(height) + " = " +
+         std::to_string(pixels) + " pixels, more than the limit of " + std::to_string(max_pixels) +
+         " (the max_image_pixels setting; raise it to read larger images)";
+}
 
 bool is_image_file_name(const std::string& name) {
   std::string ext = fs::path(name).extension().string();
@@ -79,7 +98,8 @@ bool is_image_file_name(const std::string& name) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".gif";
 }
 
-void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out) {
+void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out,
+                  int64_t max_pixels) {
   LS_CHECK(channels == 1 || channels == 3, "decode_image ", path, ": channels must be 1 (grey) or 3 (RGB), not ",
            channels);
   LS_CHECK(height > 0 && width > 0, "decode_image ", path, ": target size ", height, "x", width);
@@ -87,6 +107,11 @@ void decode_image(const std::string& path, int64_t channels, int64_t height, int
   thread_local std::vector<uint8_t> bytes;
   read_plain_file(path, bytes, "image");
   LS_CHECK(!bytes.empty(), "zero-byte image ", path);
+  LS_CHECK(bytes.size() <= INT_MAX, "image ", path, ": ", bytes.size(), " bytes, more than an image file may hold (2 GiB)");
+  if (const auto size = declared_size(bytes)) {
+    const std::string problem = pixel_limit_problem(path, size->first, size->second, max_pixels);
+    LS_CHECK(problem.empty(), problem);
+  }
   thread_local std::vector<uint8_t> jpeg_pixels;
   std::optional<JpegDecoded> jpeg;
   if (is_jpeg(bytes.data(), bytes.size()))
@@ -128,9 +153,10 @@ void decode_image(const std::string& path, int64_t channels, int64_t height, int
     for (int ch = 0; ch < c; ++ch) out[ch * plane + p] = resized[p * c + ch];
 }
 
-void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(channels * height * width));
-  decode_image(path, channels, height, width, bytes.data());
+void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out,
+                int64_t max_pixels) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(Shape{channels, height, width}.numel()));
+  decode_image(path, channels, height, width, bytes.data(), max_pixels);
   for (size_t i = 0; i < bytes.size(); ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
 }
 
@@ -173,7 +199,7 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
     LS_CHECK(!images.empty(), "empty class folder ", class_dir.string(),
              ": it holds no images (.jpg, .jpeg, .png, .bmp, .gif)");
     for (const std::string& image : images) {
-      const std::string problem = check_header(image);
+      const std::string problem = check_header(image, options_.max_pixels);
       if (!problem.empty()) {
         LS_CHECK(options_.skip_bad_images, problem);
         skipped_.add(problem);
@@ -197,7 +223,7 @@ void ImageFolder::read(int64_t index, float* out) const {
   };
   if (!cache_state_) {
     std::vector<uint8_t> bytes(static_cast<size_t>(n));
-    decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data());
+    decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels);
     to_float(bytes.data());
     return;
   }
@@ -211,7 +237,7 @@ void ImageFolder::read(int64_t index, float* out) const {
   uint8_t expected = 0;
   if (state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     try {
-      decode_image(files_[index], options_.channels, options_.height, options_.width, slot);
+      decode_image(files_[index], options_.channels, options_.height, options_.width, slot, options_.max_pixels);
     } catch (...) {
       state.store(0, std::memory_order_release);
       throw;
@@ -221,7 +247,7 @@ void ImageFolder::read(int64_t index, float* out) const {
     return;
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(n));
-  decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data());
+  decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels);
   to_float(bytes.data());
 }
 

@@ -15,6 +15,12 @@
 
 namespace lockstep::data {
 
+// The most pixels (width x height, as the file declares them) an image may
+// have before it is decoded: PIL's limit, about 179 M (a 13,377 x 13,377
+// image). A small file can declare billions; such a "decompression bomb" is
+// refused by its header. Raise max_pixels for larger genuine images.
+inline constexpr int64_t kDefaultMaxImagePixels = 178956970;
+
 struct ImageFolderOptions {
   int64_t channels = 3;  // 1: grey, 3: RGB
   int64_t height = 32;   // every image is resized to height x width
@@ -26,6 +32,8 @@ struct ImageFolderOptions {
   // When not empty, label by this list (a test folder uses its training folder's
   // classes); every sub-folder must then be one of them.
   std::vector<std::string> classes;
+  // Images declaring more pixels are refused (or skipped, with skip_bad_images).
+  int64_t max_pixels = kDefaultMaxImagePixels;
 };
 
 class ImageFolder final : public Dataset {
@@ -66,10 +74,17 @@ bool is_image_file_name(const std::string& name);
 
 // Decodes the image at `path`, converts it to `channels` (1 grey, 3 RGB) and
 // resizes it to height x width: channel-major bytes in `out`. Throws
-// lockstep::Error naming the file when it is empty, cannot be decoded, or
-// (JPEG) is cut short.
-void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out);
+// lockstep::Error naming the file when it is empty, not a regular file,
+// cannot be decoded, (JPEG) is cut short, or declares more than `max_pixels`
+// pixels (checked from its header, before decoding).
+void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out,
+                  int64_t max_pixels = kDefaultMaxImagePixels);
 // The same as floats in [0, 1] (what `lockstep predict` feeds a model).
-void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out);
+void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out,
+                int64_t max_pixels = kDefaultMaxImagePixels);
+
+// Empty when a width x height image is within `max_pixels`; otherwise the
+// message that refuses `path`, naming its size and the setting.
+std::string pixel_limit_problem(const std::string& path, int64_t width, int64_t height, int64_t max_pixels);
 
 }  // namespace lockstep::data

@@ -91,6 +91,13 @@ std::string jpeg_header_problem(const uint8_t* bytes, size_t size) {
   return read_header(thread_decompressor(), bytes, size, header, problem) ? "" : problem;
 }
 
+std::optional<std::pair<int64_t, int64_t>> jpeg_declared_size(const uint8_t* bytes, size_t size) {
+  Header header;
+  std::string problem;
+  if (!read_header(thread_decompressor(), bytes, size, header, problem)) return std::nullopt;
+  return std::pair<int64_t, int64_t>{header.width, header.height};
+}
+
 std::optional<JpegDecoded> decode_jpeg(const std::string& path, const uint8_t* bytes, size_t size, int64_t channels,
                                        int64_t target_height, int64_t target_width, std::vector<uint8_t>& pixels) {
   LS_CHECK(channels == 1 || channels == 3, "decode_jpeg ", path, ": channels must be 1 (grey) or 3 (RGB), not ",

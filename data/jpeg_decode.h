@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lockstep::data {
@@ -41,8 +42,11 @@ struct JpegDecoded {
 // only as CMYK). Throws lockstep::Error "cannot decode image PATH (reason)"
 // when the data is undecodable or cut short; warnings after which
 // libjpeg-turbo finishes the image (stray bytes between markers, a bad
-// Huffman code) pass, as in PIL.
+// Huffman code) pass, as in PIL. Callers bound the size first (jpeg_declared_size).
 std::optional<JpegDecoded> decode_jpeg(const std::string& path, const uint8_t* bytes, size_t size, int64_t channels,
                                        int64_t target_height, int64_t target_width, std::vector<uint8_t>& pixels);
+
+// The width and height the JPEG's header declares, or nothing when it is unreadable.
+std::optional<std::pair<int64_t, int64_t>> jpeg_declared_size(const uint8_t* bytes, size_t size);
 
 }  // namespace lockstep::data

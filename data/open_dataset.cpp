@@ -61,6 +61,7 @@ ImageFolderOptions folder_options(const DataOptions& options, std::vector<std::s
   out.width = options.width;
   out.cache = options.cache_images;
   out.skip_bad_images = options.skip_bad_images;
+  out.max_pixels = options.max_image_pixels;
   out.classes = std::move(classes);
   return out;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/image_folder.h"
 
 namespace lockstep::data {
 
@@ -22,6 +23,7 @@ struct DataOptions {
   int64_t width = 32;
   bool cache_images = false;     // keep decoded images in memory
   bool skip_bad_images = false;  // leave bad images out (reported) instead of stopping
+  int64_t max_image_pixels = kDefaultMaxImagePixels;  // images declaring more pixels are refused
   double test_fraction = 0.1;    // folders without a test set
   uint64_t split_seed = 0;
   int64_t num_classes = 10;      // IDX and CIFAR-10: labels must lie in [0, num_classes)

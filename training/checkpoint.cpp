@@ -1,5 +1,6 @@
 #include "training/checkpoint.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -31,24 +32,42 @@ std::vector<NamedTensor> checkpoint_tensors(Model& model) {
   return out;
 }
 
+// A metadata field that must be a non-negative decimal integer, whole.
+template <typename T> T metadata_count(const std::map<std::string, std::string>& meta, const std::string& key,
+                                       const std::string& path) {
+  auto it = meta.find(key);
+  LS_CHECK(it != meta.end(), "checkpoint ", path, " has damaged metadata: no '", key, "'");
+  const std::string& text = it->second;
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  LS_CHECK(!text.empty() && text[0] != '-' && text[0] != '+' && error == std::errc() &&
+               end == text.data() + text.size() && value >= 0,
+           "checkpoint ", path, " has damaged metadata: '", key, "' is \"", text, "\", not a non-negative integer");
+  return value;
+}
+
 CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const std::string& path) {
   auto it = meta.find("format");
   LS_CHECK(it != meta.end() && it->second == format_tag, "file ", path, " is not a lockstep checkpoint (no '",
            format_tag, "' in its metadata)");
-  try {
-    CheckpointInfo info;
-    info.model_spec = meta.at("model");
-    info.class_names = json::parse(meta.at("class_names")).get<std::vector<std::string>>();
-    info.epoch = std::stoll(meta.at("epoch"));
-    info.step = std::stoll(meta.at("step"));
-    info.batch_in_epoch = std::stoll(meta.at("batch_in_epoch"));
-    info.seed = std::stoull(meta.at("seed"));
-    for (auto& [key, value] : meta)
-      if (key.rfind("extra.", 0) == 0) info.extra[key.substr(6)] = value;
-    return info;
-  } catch (const std::exception& e) {
-    LS_FAIL("checkpoint ", path, " has damaged metadata: ", e.what());
-  }
+  CheckpointInfo info;
+  auto model = meta.find("model");
+  LS_CHECK(model != meta.end(), "checkpoint ", path, " has damaged metadata: no 'model'");
+  info.model_spec = model->second;
+  auto names = meta.find("class_names");
+  LS_CHECK(names != meta.end(), "checkpoint ", path, " has damaged metadata: no 'class_names'");
+  const json parsed = json::parse(names->second, nullptr, false);
+  bool all_strings = parsed.is_array();
+  for (const json& name : parsed) all_strings = all_strings && name.is_string();
+  LS_CHECK(all_strings, "checkpoint ", path, " has damaged metadata: 'class_names' is not a JSON array of strings");
+  info.class_names = parsed.get<std::vector<std::string>>();
+  info.epoch = metadata_count<int64_t>(meta, "epoch", path);
+  info.step = metadata_count<int64_t>(meta, "step", path);
+  info.batch_in_epoch = metadata_count<int64_t>(meta, "batch_in_epoch", path);
+  info.seed = metadata_count<uint64_t>(meta, "seed", path);
+  for (auto& [key, value] : meta)
+    if (key.rfind("extra.", 0) == 0) info.extra[key.substr(6)] = value;
+  return info;
 }
 
 }  // namespace

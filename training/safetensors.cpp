@@ -2,12 +2,16 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -89,7 +93,82 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file) {
   }
 }
 
+namespace {
+
+// Refuses a JSON text in which any object repeats a key (nlohmann::json
+// keeps the last silently; safetensors' own reader refuses it).
+json parse_without_repeated_keys(const std::string& text, const std::string& path) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string repeated;
+  json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second && repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(text, check);
+  } catch (const json::parse_error& e) {
+    LS_FAIL(path, " has a damaged header: it is not valid JSON (at byte ", e.byte, " of the ", text.size(),
+            "-byte header)");
+  }
+  LS_CHECK(repeated.empty(), path, " has a damaged header: the key '", repeated, "' appears more than once");
+  return header;
+}
+
+// A non-negative integer from the header (JSON numbers such as 3.0 or -1 are refused).
+uint64_t header_integer(const json& value, const std::string& path, const std::string& name, const char* field) {
+  LS_CHECK(value.is_number_unsigned(), path, ": tensor ", name, " has ", field, " ", value.dump(),
+           ", not a non-negative integer");
+  return value.get<uint64_t>();
+}
+
+struct TensorEntry {
+  std::string name;
+  Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+
+TensorEntry tensor_entry(const std::string& name, const json& entry, const std::string& path) {
+  LS_CHECK(entry.is_object(), path, ": tensor ", name, " is described by ", entry.type_name(), ", not an object");
+  for (const char* field : {"dtype", "shape", "data_offsets"})
+    LS_CHECK(entry.contains(field), path, ": tensor ", name, " has no '", field, "'");
+  LS_CHECK(entry["dtype"] == "F32", path, ": tensor ", name, " has dtype ", entry["dtype"].dump(), ", expected F32");
+  const json& dims = entry["shape"];
+  LS_CHECK(dims.is_array() && dims.size() <= Shape::max_rank, path, ": tensor ", name, " has shape ", dims.dump(),
+           " (an array of at most ", Shape::max_rank, " extents is supported)");
+  std::vector<int64_t> extents;
+  for (const json& d : dims) {
+    const uint64_t extent = header_integer(d, path, name, "an extent");
+    LS_CHECK(extent <= uint64_t{INT64_MAX}, path, ": tensor ", name, " has extent ", extent, ", too large");
+    extents.push_back(static_cast<int64_t>(extent));
+  }
+  const json& offsets = entry["data_offsets"];
+  LS_CHECK(offsets.is_array() && offsets.size() == 2, path, ": tensor ", name, " has data_offsets ", offsets.dump(),
+           ", not [begin, end]");
+  TensorEntry out{name, shape_from(extents), header_integer(offsets[0], path, name, "a data offset"),
+                  header_integer(offsets[1], path, name, "a data offset")};
+  LS_CHECK(out.begin <= out.end, path, ": tensor ", name, " has data_offsets [", out.begin, ", ", out.end,
+           "] that end before they begin");
+  uint64_t bytes = 4;
+  bool overflow = false;
+  for (int64_t extent : extents) overflow = overflow || __builtin_mul_overflow(bytes, uint64_t(extent), &bytes);
+  LS_CHECK(!overflow && bytes == out.end - out.begin, path, ": tensor ", name, " of shape ", dims.dump(), " has ",
+           out.end - out.begin, " bytes");
+  return out;
+}
+
+}  // namespace
+
 SafetensorsFile read_safetensors(const std::string& path, bool with_data) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  LS_CHECK(!std::filesystem::is_directory(status), path, " is a folder, not a safetensors file");
+  LS_CHECK(!std::filesystem::exists(status) || std::filesystem::is_regular_file(status), path,
+           " is not a regular file (a device, FIFO or socket), not a safetensors file");
   std::ifstream in(path, std::ios::binary);
   LS_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
   in.seekg(0, std::ios::end);
@@ -104,43 +183,55 @@ SafetensorsFile read_safetensors(const std::string& path, bool with_data) {
            " bytes in a file of ", file_size);
   std::string text(header_size, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_size));
+  LS_CHECK(static_cast<uint64_t>(in.gcount()) == header_size, path, ": its header could not be read whole");
   const uint64_t data_size = file_size - 8 - header_size;
 
+  const json header = parse_without_repeated_keys(text, path);
+  LS_CHECK(header.is_object(), path, ": the header is not a JSON object");
   SafetensorsFile file;
-  try {
-    json header = json::parse(text);
-    LS_CHECK(header.is_object(), path, ": the header is not a JSON object");
-    if (header.contains("__metadata__"))
-      for (auto& [key, value] : header["__metadata__"].items()) file.metadata[key] = value.get<std::string>();
-    std::vector<std::pair<uint64_t, std::string>> order;
-    for (auto& [name, entry] : header.items())
-      if (name != "__metadata__") order.emplace_back(entry.at("data_offsets").at(0).get<uint64_t>(), name);
-    std::sort(order.begin(), order.end());
-    std::vector<char> data;
-    if (with_data) {
-      data.resize(data_size);
-      in.read(data.data(), static_cast<std::streamsize>(data_size));
-      LS_CHECK(static_cast<uint64_t>(in.gcount()) == data_size, path, " could not be read whole");
+  std::vector<TensorEntry> entries;
+  for (auto& [key, value] : header.items()) {
+    if (key != "__metadata__") {
+      entries.push_back(tensor_entry(key, value, path));
+      continue;
     }
-    for (auto& [begin, name] : order) {
-      const json& entry = header[name];
-      LS_CHECK(entry.at("dtype") == "F32", path, ": tensor ", name, " has dtype ", entry.at("dtype").dump(),
-               ", expected F32");
-      Shape shape = shape_from(entry.at("shape").get<std::vector<int64_t>>());
-      uint64_t end = entry.at("data_offsets").at(1).get<uint64_t>();
-      LS_CHECK(begin <= end && end <= data_size, path, " is truncated: tensor ", name, " ends at byte ", end,
-               " of a data block of ", data_size);
-      LS_CHECK(static_cast<uint64_t>(shape.numel()) * 4 == end - begin, path, ": tensor ", name, " of shape ",
-               shape.str(), " has ", end - begin, " bytes");
-      HostTensor t{shape, {}};
-      if (with_data) {
-        t.values.resize(shape.numel());
-        std::memcpy(t.values.data(), data.data() + begin, end - begin);
-      }
-      file.tensors.emplace_back(name, std::move(t));
+    LS_CHECK(value.is_object(), path, ": __metadata__ is ", value.type_name(), ", not an object");
+    for (auto& [name, text_value] : value.items()) {
+      LS_CHECK(text_value.is_string(), path, ": metadata '", name, "' is ", text_value.dump(), ", not a string");
+      file.metadata[name] = text_value.get<std::string>();
     }
-  } catch (const json::exception& e) {
-    LS_FAIL(path, " has a damaged header: ", e.what());
+  }
+  // Every byte of the data belongs to exactly one tensor, in offset order, as
+  // safetensors itself requires: no overlap, no hole, nothing after the last.
+  std::sort(entries.begin(), entries.end(),
+            [](const TensorEntry& a, const TensorEntry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  uint64_t covered = 0;
+  const TensorEntry* previous = nullptr;
+  for (const TensorEntry& e : entries) {
+    LS_CHECK(e.end <= data_size, path, " is truncated: tensor ", e.name, " ends at byte ", e.end,
+             " of a data block of ", data_size);
+    LS_CHECK(e.begin >= covered, path, ": tensors ", previous ? previous->name : "", " and ", e.name,
+             " overlap (bytes ", e.begin, " to ", covered, " of the data belong to both)");
+    LS_CHECK(e.begin == covered, path, ": bytes ", covered, " to ", e.begin, " of the data belong to no tensor (before ",
+             e.name, ")");
+    covered = e.end;
+    previous = &e;
+  }
+  LS_CHECK(covered == data_size, path, ": ", data_size - covered, " bytes after the last tensor",
+           previous ? " (" + previous->name + ")" : "", " belong to no tensor");
+  std::vector<char> data;
+  if (with_data) {
+    data.resize(data_size);
+    in.read(data.data(), static_cast<std::streamsize>(data_size));
+    LS_CHECK(static_cast<uint64_t>(in.gcount()) == data_size, path, " could not be read whole");
+  }
+  for (const TensorEntry& e : entries) {
+    HostTensor t{e.shape, {}};
+    if (with_data && e.end > e.begin) {  // no memcpy from or to the null pointer of an empty tensor
+      t.values.resize(static_cast<size_t>(e.shape.numel()));
+      std::memcpy(t.values.data(), data.data() + e.begin, e.end - e.begin);
+    }
+    file.tensors.emplace_back(e.name, std::move(t));
   }
   return file;
 }

@@ -5,10 +5,11 @@
 
 #include "base/error.h"
 #include "kernels/bn_math.h"
+#include "ops/checks.h"
+#include "ops/dispatch.h"
 #include "kernels/cpu/batchnorm_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/batchnorm_cuda.h"
 #endif
 
@@ -23,17 +24,6 @@ int64_t check_images(const char* op, Context& ctx, const Tensor& x) {
   return x.dim(1);
 }
 
-void check_like(const char* op, Context& ctx, const Tensor& x, const Tensor& t, const char* what) {
-  LS_CHECK(t.shape() == x.shape(), op, ": ", what, " ", t.shape().str(), " for input ", x.shape().str());
-  LS_CHECK(t.device() == ctx.device(), op, ": ", what, " on ", t.device().str(), ", context on ", ctx.device().str());
-}
-
-void check_channels(const char* op, Context& ctx, const Tensor& t, int64_t channels, const char* what) {
-  LS_CHECK(t.shape().rank() == 1 && t.dim(0) == channels, op, ": ", what, " must be [", channels, "], got ",
-           t.shape().str());
-  LS_CHECK(t.device() == ctx.device(), op, ": ", what, " on ", t.device().str(), ", context on ", ctx.device().str());
-}
-
 }  // namespace
 
 void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
@@ -41,50 +31,50 @@ void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma,
                              Tensor& saved_inv_std) {
   const char* op = "batchnorm_forward_train";
   const int64_t c = check_images(op, ctx, x);
-  check_like(op, ctx, x, y, "output");
-  check_channels(op, ctx, gamma, c, "gamma");
-  check_channels(op, ctx, beta, c, "beta");
-  check_channels(op, ctx, batch_mean, c, "batch mean");
-  check_channels(op, ctx, batch_var, c, "batch variance");
-  check_channels(op, ctx, saved_mean, c, "saved mean");
-  check_channels(op, ctx, saved_inv_std, c, "saved inverse std");
+  check_shape_and_device(op, ctx, "output", y, x.shape());
+  check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
+  check_shape_and_device(op, ctx, "beta", beta, Shape{c});
+  check_shape_and_device(op, ctx, "batch mean", batch_mean, Shape{c});
+  check_shape_and_device(op, ctx, "batch variance", batch_var, Shape{c});
+  check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
+  check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
-  if (ctx.device().is_cpu()) {
-    cpu::batchnorm_batch_stats(x.data(), n, c, spatial, eps, saved_mean.data(), batch_var.data(),
-                               saved_inv_std.data());
-    std::copy_n(saved_mean.data(), c, batch_mean.data());
-    cpu::batchnorm_normalize(x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-                             beta.data(), y.data());
-    return;
-  }
-#if LOCKSTEP_WITH_CUDA
-  void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-  cuda::batchnorm_forward_train(ctx.cuda()->compute_stream, x.data(), n, c, spatial, eps, gamma.data(), beta.data(),
-                                y.data(), batch_mean.data(), batch_var.data(), saved_mean.data(), saved_inv_std.data(),
-                                scratch);
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  dispatch(
+      op, ctx,
+      [&] {
+        cpu::batchnorm_batch_stats(x.data(), n, c, spatial, eps, saved_mean.data(), batch_var.data(),
+                                   saved_inv_std.data());
+        std::copy_n(saved_mean.data(), c, batch_mean.data());
+        cpu::batchnorm_normalize(x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+                                 beta.data(), y.data());
+      },
+      LS_CUDA_TWIN(gpu, {
+        void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
+        cuda::batchnorm_forward_train(gpu.compute_stream, x.data(), n, c, spatial, eps, gamma.data(), beta.data(),
+                                      y.data(), batch_mean.data(), batch_var.data(), saved_mean.data(),
+                                      saved_inv_std.data(), scratch);
+      }));
 }
 
 void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                             const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
   const char* op = "batchnorm_forward_eval";
   const int64_t c = check_images(op, ctx, x);
-  check_like(op, ctx, x, y, "output");
-  check_channels(op, ctx, gamma, c, "gamma");
-  check_channels(op, ctx, beta, c, "beta");
-  check_channels(op, ctx, running_mean, c, "running mean");
-  check_channels(op, ctx, running_var, c, "running variance");
-  if (ctx.device().is_cpu())
-    return cpu::batchnorm_forward_eval(x.data(), x.dim(0), c, x.dim(2) * x.dim(3), running_mean.data(),
-                                       running_var.data(), eps, gamma.data(), beta.data(), y.data());
-#if LOCKSTEP_WITH_CUDA
-  cuda::batchnorm_forward_eval(ctx.cuda()->compute_stream, x.data(), x.dim(0), c, x.dim(2) * x.dim(3),
-                               running_mean.data(), running_var.data(), eps, gamma.data(), beta.data(), y.data());
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  check_shape_and_device(op, ctx, "output", y, x.shape());
+  check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
+  check_shape_and_device(op, ctx, "beta", beta, Shape{c});
+  check_shape_and_device(op, ctx, "running mean", running_mean, Shape{c});
+  check_shape_and_device(op, ctx, "running variance", running_var, Shape{c});
+  const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
+  dispatch(op, ctx,
+           [&] {
+             cpu::batchnorm_forward_eval(x.data(), n, c, spatial, running_mean.data(), running_var.data(), eps,
+                                         gamma.data(), beta.data(), y.data());
+           },
+           LS_CUDA_TWIN(gpu, {
+             cuda::batchnorm_forward_eval(gpu.compute_stream, x.data(), n, c, spatial, running_mean.data(),
+                                          running_var.data(), eps, gamma.data(), beta.data(), y.data());
+           }));
 }
 
 void batchnorm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -92,26 +82,26 @@ void batchnorm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const T
                         Tensor* dx, bool accumulate) {
   const char* op = "batchnorm_backward";
   const int64_t c = check_images(op, ctx, x);
-  check_like(op, ctx, x, dy, "output gradient");
-  if (dx) check_like(op, ctx, x, *dx, "input gradient");
-  check_channels(op, ctx, gamma, c, "gamma");
-  check_channels(op, ctx, saved_mean, c, "saved mean");
-  check_channels(op, ctx, saved_inv_std, c, "saved inverse std");
-  check_channels(op, ctx, dgamma, c, "gamma gradient");
-  check_channels(op, ctx, dbeta, c, "beta gradient");
-  if (ctx.device().is_cpu())
-    return cpu::batchnorm_backward(x.data(), dy.data(), x.dim(0), c, x.dim(2) * x.dim(3), saved_mean.data(),
-                                   saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(),
-                                   dx ? dx->data() : nullptr, accumulate);
-#if LOCKSTEP_WITH_CUDA
+  check_shape_and_device(op, ctx, "output gradient", dy, x.shape());
+  if (dx) check_shape_and_device(op, ctx, "input gradient", *dx, x.shape());
+  check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
+  check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
+  check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
+  check_shape_and_device(op, ctx, "gamma gradient", dgamma, Shape{c});
+  check_shape_and_device(op, ctx, "beta gradient", dbeta, Shape{c});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
-  void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-  cuda::batchnorm_backward(ctx.cuda()->compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
-                           saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(), dx ? dx->data() : nullptr,
-                           accumulate, scratch);
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  float* input_grad = dx ? dx->data() : nullptr;
+  dispatch(op, ctx,
+           [&] {
+             cpu::batchnorm_backward(x.data(), dy.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(),
+                                     gamma.data(), dgamma.data(), dbeta.data(), input_grad, accumulate);
+           },
+           LS_CUDA_TWIN(gpu, {
+             void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
+             cuda::batchnorm_backward(gpu.compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
+                                      saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(), input_grad,
+                                      accumulate, scratch);
+           }));
 }
 
 void batchnorm_update_running(Context& ctx, BatchNormState& s, const Tensor& mean, const Tensor& biased_var,
@@ -121,19 +111,19 @@ void batchnorm_update_running(Context& ctx, BatchNormState& s, const Tensor& mea
            "': running statistics are not bound");
   const int64_t c = s.running_mean.numel();
   LS_CHECK(values_per_channel >= 0, op, " of '", s.name, "': ", values_per_channel, " values per channel");
-  check_channels(op, ctx, s.running_mean, c, "running mean");
-  check_channels(op, ctx, s.running_var, c, "running variance");
-  check_channels(op, ctx, mean, c, "mean");
-  check_channels(op, ctx, biased_var, c, "variance");
-  if (ctx.device().is_cpu())
-    return cpu::batchnorm_update_running(s.running_mean.data(), s.running_var.data(), mean.data(), biased_var.data(),
-                                         c, values_per_channel, s.momentum);
-#if LOCKSTEP_WITH_CUDA
-  cuda::batchnorm_update_running(ctx.cuda()->compute_stream, s.running_mean.data(), s.running_var.data(), mean.data(),
-                                 biased_var.data(), c, values_per_channel, s.momentum);
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  check_shape_and_device(op, ctx, "running mean", s.running_mean, Shape{c});
+  check_shape_and_device(op, ctx, "running variance", s.running_var, Shape{c});
+  check_shape_and_device(op, ctx, "mean", mean, Shape{c});
+  check_shape_and_device(op, ctx, "variance", biased_var, Shape{c});
+  dispatch(op, ctx,
+           [&] {
+             cpu::batchnorm_update_running(s.running_mean.data(), s.running_var.data(), mean.data(),
+                                           biased_var.data(), c, values_per_channel, s.momentum);
+           },
+           LS_CUDA_TWIN(gpu, {
+             cuda::batchnorm_update_running(gpu.compute_stream, s.running_mean.data(), s.running_var.data(),
+                                            mean.data(), biased_var.data(), c, values_per_channel, s.momentum);
+           }));
 }
 
 HostBatchStats combine_batch_stats(const std::vector<double>& weights, const std::vector<HostBatchStats>& replicas) {

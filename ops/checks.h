@@ -8,7 +8,17 @@
 
 namespace lockstep::ops {
 
-// `t` (called `what` in the message) is allocated, f32 and on ctx's device.
+// Every tensor lives on ctx's device.
+void check_device(const char* op, Context& ctx, std::initializer_list<const Tensor*> tensors);
+// `t` (called `what` in the message) has the shape `expected`.
+void check_shape(const char* op, const char* what, const Tensor& t, const Shape& expected);
+// `t` has the shape `expected` and lives on ctx's device.
+void check_shape_and_device(const char* op, Context& ctx, const char* what, const Tensor& t, const Shape& expected);
+// `t` is allocated, f32 and on ctx's device.
 void check_tensor(const char* op, Context& ctx, const char* what, const Tensor& t);
+// check_tensor, and `t` is a matrix.
+void check_matrix(const char* op, Context& ctx, const char* what, const Tensor& t);
+// Every tensor has `expected`'s element count, and all live on ctx's device.
+void check_same(const char* op, Context& ctx, const Tensor& expected, std::initializer_list<const Tensor*> others);
 
 }  // namespace lockstep::ops

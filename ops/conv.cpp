@@ -2,10 +2,10 @@
 
 #include "base/error.h"
 #include "ops/checks.h"
+#include "ops/dispatch.h"
 #include "kernels/cpu/conv_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/conv_cuda.h"
 #include "kernels/cuda/batchnorm_cuda.h"
 #endif
@@ -14,10 +14,7 @@ namespace lockstep::ops {
 
 namespace {
 
-void check_output(const char* op, const char* what, const Tensor& t, const ConvGeometry& g) {
-  Shape expected{g.batch, g.out_channels, g.out_h, g.out_w};
-  LS_CHECK(t.shape() == expected, op, ": ", what, " is ", t.shape().str(), ", expected ", expected.str());
-}
+Shape output_shape(const ConvGeometry& g) { return Shape{g.batch, g.out_channels, g.out_h, g.out_w}; }
 
 // Scratch for a chunk of samples' column matrix and product (kernels/cpu/conv_cpu.h).
 float* column_buffer(Context& ctx, const ConvGeometry& g) {
@@ -46,20 +43,15 @@ void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
   check_tensor(op, ctx, "weight", w);
   check_tensor(op, ctx, "output", y);
   ConvGeometry g = conv2d_geometry(op, x.shape(), w.shape(), stride, padding);
-  check_output(op, "output", y, g);
+  check_shape(op, "output", y, output_shape(g));
   if (bias) {
     check_tensor(op, ctx, "bias", *bias);
     LS_CHECK(bias->shape() == Shape{g.out_channels}, op, ": bias ", bias->shape().str(), " for weight ",
              w.shape().str());
   }
-  if (ctx.device().is_cpu())
-    return cpu::conv2d_forward(g, x.data(), w.data(), bias ? bias->data() : nullptr, y.data(),
-                               column_buffer(ctx, g));
-#if LOCKSTEP_WITH_CUDA
-  cuda::conv2d_forward(*ctx.cuda(), g, x.data(), w.data(), bias ? bias->data() : nullptr, y.data());
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const float* b = bias ? bias->data() : nullptr;
+  dispatch(op, ctx, [&] { cpu::conv2d_forward(g, x.data(), w.data(), b, y.data(), column_buffer(ctx, g)); },
+           LS_CUDA_TWIN(gpu, { cuda::conv2d_forward(gpu, g, x.data(), w.data(), b, y.data()); }));
 }
 
 void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, int stride, int padding,
@@ -69,14 +61,10 @@ void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tenso
   check_tensor(op, ctx, "weight", w);
   check_tensor(op, ctx, "input gradient", dx);
   ConvGeometry g = conv2d_geometry(op, dx.shape(), w.shape(), stride, padding);
-  check_output(op, "output gradient", dy, g);
-  if (ctx.device().is_cpu())
-    return cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate, column_buffer(ctx, g));
-#if LOCKSTEP_WITH_CUDA
-  cuda::conv2d_backward_data(*ctx.cuda(), g, dy.data(), w.data(), dx.data(), accumulate);
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  check_shape(op, "output gradient", dy, output_shape(g));
+  dispatch(op, ctx,
+           [&] { cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate, column_buffer(ctx, g)); },
+           LS_CUDA_TWIN(gpu, { cuda::conv2d_backward_data(gpu, g, dy.data(), w.data(), dx.data(), accumulate); }));
 }
 
 void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw, int stride, int padding) {
@@ -85,14 +73,9 @@ void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Ten
   check_tensor(op, ctx, "output gradient", dy);
   check_tensor(op, ctx, "weight gradient", dw);
   ConvGeometry g = conv2d_geometry(op, x.shape(), dw.shape(), stride, padding);
-  check_output(op, "output gradient", dy, g);
-  if (ctx.device().is_cpu())
-    return cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), column_buffer(ctx, g));
-#if LOCKSTEP_WITH_CUDA
-  cuda::conv2d_backward_filter(*ctx.cuda(), g, x.data(), dy.data(), dw.data());
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  check_shape(op, "output gradient", dy, output_shape(g));
+  dispatch(op, ctx, [&] { cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), column_buffer(ctx, g)); },
+           LS_CUDA_TWIN(gpu, { cuda::conv2d_backward_filter(gpu, g, x.data(), dy.data(), dw.data()); }));
 }
 
 void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
@@ -107,14 +90,12 @@ void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
   g.out_channels = dy.dim(1);
   g.out_h = dy.dim(2);
   g.out_w = dy.dim(3);
-  if (ctx.device().is_cpu()) return cpu::conv2d_backward_bias(g, dy.data(), db.data());
-#if LOCKSTEP_WITH_CUDA
-  const int64_t spatial = g.out_h * g.out_w;
-  void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(g.batch, g.out_channels, spatial));
-  cuda::channel_sums(ctx.cuda()->compute_stream, dy.data(), g.batch, g.out_channels, spatial, db.data(), scratch);
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  dispatch(op, ctx, [&] { cpu::conv2d_backward_bias(g, dy.data(), db.data()); },
+           LS_CUDA_TWIN(gpu, {
+             const int64_t spatial = g.out_h * g.out_w;
+             void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(g.batch, g.out_channels, spatial));
+             cuda::channel_sums(gpu.compute_stream, dy.data(), g.batch, g.out_channels, spatial, db.data(), scratch);
+           }));
 }
 
 }  // namespace lockstep::ops

@@ -1,12 +1,12 @@
 #include "ops/dropout.h"
 
 #include "base/error.h"
-#include "ops/elementwise.h"
+#include "ops/checks.h"
+#include "ops/dispatch.h"
 #include "kernels/cpu/dropout_cpu.h"
 #include "kernels/dropout_math.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/dropout_cuda.h"
 #endif
 
@@ -29,27 +29,21 @@ uint64_t first_index(const Context& ctx, const Tensor& t) {
 }  // namespace
 
 void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float p, uint64_t salt) {
-  check_args("dropout", ctx, x, y, p);
-  uint64_t key = dropout_key(ctx.seed, ctx.step, salt);
-  if (ctx.device().is_cpu()) return cpu::dropout_forward(x.data(), y.data(), x.numel(), key, first_index(ctx, x), p);
-#if LOCKSTEP_WITH_CUDA
-  cuda::dropout_forward(ctx.cuda()->compute_stream, x.data(), y.data(), x.numel(), key, first_index(ctx, x), p);
-#else
-  LS_FAIL("dropout", " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const char* op = "dropout";
+  check_args(op, ctx, x, y, p);
+  const uint64_t key = dropout_key(ctx.seed, ctx.step, salt), first = first_index(ctx, x);
+  dispatch(op, ctx, [&] { cpu::dropout_forward(x.data(), y.data(), x.numel(), key, first, p); },
+           LS_CUDA_TWIN(gpu, { cuda::dropout_forward(gpu.compute_stream, x.data(), y.data(), x.numel(), key, first, p); }));
 }
 
 void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float p, uint64_t salt, bool accumulate) {
-  check_args("dropout backward", ctx, dy, dx, p);
-  uint64_t key = dropout_key(ctx.seed, ctx.step, salt);
-  if (ctx.device().is_cpu())
-    return cpu::dropout_backward(dy.data(), dx.data(), dy.numel(), key, first_index(ctx, dy), p, accumulate);
-#if LOCKSTEP_WITH_CUDA
-  cuda::dropout_backward(ctx.cuda()->compute_stream, dy.data(), dx.data(), dy.numel(), key, first_index(ctx, dy), p,
-                         accumulate);
-#else
-  LS_FAIL("dropout backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const char* op = "dropout backward";
+  check_args(op, ctx, dy, dx, p);
+  const uint64_t key = dropout_key(ctx.seed, ctx.step, salt), first = first_index(ctx, dy);
+  dispatch(op, ctx, [&] { cpu::dropout_backward(dy.data(), dx.data(), dy.numel(), key, first, p, accumulate); },
+           LS_CUDA_TWIN(gpu, {
+             cuda::dropout_backward(gpu.compute_stream, dy.data(), dx.data(), dy.numel(), key, first, p, accumulate);
+           }));
 }
 
 }  // namespace lockstep::ops

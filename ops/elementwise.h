@@ -10,7 +10,4 @@ void relu_forward(Context& ctx, const Tensor& x, Tensor& y);
 // dx = dy * (y > 0); added to dx instead when `accumulate`.
 void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, bool accumulate);
 
-// Throws unless every tensor has `expected`'s element count and ctx's device.
-void check_same(const char* op, Context& ctx, const Tensor& expected, std::initializer_list<const Tensor*> others);
-
 }  // namespace lockstep::ops

@@ -1,10 +1,10 @@
 #include "ops/loss.h"
 
 #include "base/error.h"
+#include "ops/dispatch.h"
 #include "kernels/cpu/loss_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/loss_cuda.h"
 #endif
 
@@ -30,27 +30,23 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
   StepMetrics m;
   m.count = rows;
   if (rows == 0) return m;
-  if (ctx.device().is_cpu()) {
-    check_labels(labels, classes);
-    auto sums = cpu::softmax_cross_entropy(logits.data(), labels.labels(), rows, classes, scale,
-                                           logits_grad ? logits_grad->data() : nullptr);
-    m.loss_sum = sums.loss_sum;
-    m.correct = sums.correct;
-    return m;
-  }
-#if LOCKSTEP_WITH_CUDA
-  CudaState& state = *ctx.cuda();
-  DeviceGuard guard(state.device);  // the host waits for the result anyway: the guard costs nothing that matters
-  cuda::LossScratch scratch{state.reduce_scratch, CudaState::reduce_scratch_bytes, state.readback,
-                            CudaState::readback_bytes};
-  auto sums = cuda::softmax_cross_entropy(state.compute_stream, scratch, logits.data(), labels.labels(), rows, classes, scale,
-                                          logits_grad ? logits_grad->data() : nullptr);
+  float* grad = logits_grad ? logits_grad->data() : nullptr;
+  LossSums sums = dispatch(
+      "softmax_cross_entropy", ctx,
+      [&] {
+        check_labels(labels, classes);
+        return cpu::softmax_cross_entropy(logits.data(), labels.labels(), rows, classes, scale, grad);
+      },
+      LS_CUDA_TWIN(gpu, {
+        DeviceGuard guard(gpu.device);  // the host waits for the result anyway: the guard costs nothing that matters
+        cuda::LossScratch scratch{gpu.reduce_scratch, CudaState::reduce_scratch_bytes, gpu.readback,
+                                  CudaState::readback_bytes};
+        return cuda::softmax_cross_entropy(gpu.compute_stream, scratch, logits.data(), labels.labels(), rows, classes,
+                                           scale, grad);
+      }));
   m.loss_sum = sums.loss_sum;
   m.correct = sums.correct;
   return m;
-#else
-  LS_FAIL("softmax_cross_entropy on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
 }
 
 }  // namespace lockstep::ops

@@ -1,25 +1,17 @@
 #include "ops/pool.h"
 
 #include "base/error.h"
+#include "ops/checks.h"
+#include "ops/dispatch.h"
 #include "kernels/cpu/pool_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/pool_cuda.h"
 #endif
 
 namespace lockstep::ops {
 
 namespace {
-
-void check_device(const char* op, Context& ctx, std::initializer_list<const Tensor*> tensors) {
-  for (const Tensor* t : tensors)
-    LS_CHECK(t->device() == ctx.device(), op, ": tensor on ", t->device().str(), ", context on ", ctx.device().str());
-}
-
-void check_shape(const char* op, const char* what, const Tensor& t, const Shape& expected) {
-  LS_CHECK(t.shape() == expected, op, ": ", what, " is ", t.shape().str(), ", expected ", expected.str());
-}
 
 // Checks x, y (and dy, dx when given) against each other and returns the geometry.
 PoolGeometry checked_geometry(const char* op, Context& ctx, const Tensor& x, const Tensor& y, const Tensor* dy,
@@ -45,45 +37,37 @@ Shape pool_output_shape(const char* op, const Shape& x_shape, const PoolWindow& 
 }
 
 void max_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
-  PoolGeometry g = checked_geometry("max_pool2d", ctx, x, y, nullptr, nullptr, window);
-  if (ctx.device().is_cpu()) return cpu::max_pool2d_forward(x.data(), y.data(), g);
-#if LOCKSTEP_WITH_CUDA
-  cuda::pool2d_forward(*ctx.cuda(), g, PoolMode::max, x.data(), y.data());
-#else
-  LS_FAIL("max_pool2d", " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const char* op = "max_pool2d";
+  PoolGeometry g = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
+  dispatch(op, ctx, [&] { cpu::max_pool2d_forward(x.data(), y.data(), g); },
+           LS_CUDA_TWIN(gpu, { cuda::pool2d_forward(gpu, g, PoolMode::max, x.data(), y.data()); }));
 }
 
 void max_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
-  PoolGeometry g = checked_geometry("max_pool2d backward", ctx, x, y, &dy, &dx, window);
-  if (ctx.device().is_cpu()) return cpu::max_pool2d_backward(x.data(), dy.data(), dx.data(), g, accumulate);
-#if LOCKSTEP_WITH_CUDA
-  cuda::pool2d_backward(*ctx.cuda(), g, PoolMode::max, x.data(), y.data(), dy.data(), dx.data(), accumulate);
-#else
-  LS_FAIL("max_pool2d backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const char* op = "max_pool2d backward";
+  PoolGeometry g = checked_geometry(op, ctx, x, y, &dy, &dx, window);
+  dispatch(op, ctx, [&] { cpu::max_pool2d_backward(x.data(), dy.data(), dx.data(), g, accumulate); },
+           LS_CUDA_TWIN(gpu, {
+             cuda::pool2d_backward(gpu, g, PoolMode::max, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+           }));
 }
 
 void avg_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
-  PoolGeometry g = checked_geometry("avg_pool2d", ctx, x, y, nullptr, nullptr, window);
-  if (ctx.device().is_cpu()) return cpu::avg_pool2d_forward(x.data(), y.data(), g);
-#if LOCKSTEP_WITH_CUDA
-  cuda::pool2d_forward(*ctx.cuda(), g, PoolMode::average, x.data(), y.data());
-#else
-  LS_FAIL("avg_pool2d", " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const char* op = "avg_pool2d";
+  PoolGeometry g = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
+  dispatch(op, ctx, [&] { cpu::avg_pool2d_forward(x.data(), y.data(), g); },
+           LS_CUDA_TWIN(gpu, { cuda::pool2d_forward(gpu, g, PoolMode::average, x.data(), y.data()); }));
 }
 
 void avg_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
-  PoolGeometry g = checked_geometry("avg_pool2d backward", ctx, x, y, &dy, &dx, window);
-  if (ctx.device().is_cpu()) return cpu::avg_pool2d_backward(dy.data(), dx.data(), g, accumulate);
-#if LOCKSTEP_WITH_CUDA
-  cuda::pool2d_backward(*ctx.cuda(), g, PoolMode::average, x.data(), y.data(), dy.data(), dx.data(), accumulate);
-#else
-  LS_FAIL("avg_pool2d backward", " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const char* op = "avg_pool2d backward";
+  PoolGeometry g = checked_geometry(op, ctx, x, y, &dy, &dx, window);
+  dispatch(op, ctx, [&] { cpu::avg_pool2d_backward(dy.data(), dx.data(), g, accumulate); },
+           LS_CUDA_TWIN(gpu, {
+             cuda::pool2d_backward(gpu, g, PoolMode::average, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+           }));
 }
 
 void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
@@ -92,13 +76,9 @@ void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
            x.shape().str());
   check_shape(op, "output", y, Shape{x.dim(0), x.dim(1), 1, 1});
   check_device(op, ctx, {&x, &y});
-  if (ctx.device().is_cpu())
-    return cpu::global_avg_pool_forward(x.data(), y.data(), x.dim(0) * x.dim(1), x.dim(2) * x.dim(3));
-#if LOCKSTEP_WITH_CUDA
-  cuda::global_avg_pool_forward(ctx.cuda()->compute_stream, x.data(), y.data(), x.dim(0) * x.dim(1), x.dim(2) * x.dim(3));
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const int64_t planes = x.dim(0) * x.dim(1), pixels = x.dim(2) * x.dim(3);
+  dispatch(op, ctx, [&] { cpu::global_avg_pool_forward(x.data(), y.data(), planes, pixels); },
+           LS_CUDA_TWIN(gpu, { cuda::global_avg_pool_forward(gpu.compute_stream, x.data(), y.data(), planes, pixels); }));
 }
 
 void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
@@ -107,15 +87,11 @@ void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool a
            ": input gradient must be [N, C, H, W] with H, W > 0, got ", dx.shape().str());
   check_shape(op, "output gradient", dy, Shape{dx.dim(0), dx.dim(1), 1, 1});
   check_device(op, ctx, {&dy, &dx});
-  if (ctx.device().is_cpu())
-    return cpu::global_avg_pool_backward(dy.data(), dx.data(), dx.dim(0) * dx.dim(1), dx.dim(2) * dx.dim(3),
-                                         accumulate);
-#if LOCKSTEP_WITH_CUDA
-  cuda::global_avg_pool_backward(ctx.cuda()->compute_stream, dy.data(), dx.data(), dx.dim(0) * dx.dim(1),
-                                 dx.dim(2) * dx.dim(3), accumulate);
-#else
-  LS_FAIL(op, " on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  const int64_t planes = dx.dim(0) * dx.dim(1), pixels = dx.dim(2) * dx.dim(3);
+  dispatch(op, ctx, [&] { cpu::global_avg_pool_backward(dy.data(), dx.data(), planes, pixels, accumulate); },
+           LS_CUDA_TWIN(gpu, {
+             cuda::global_avg_pool_backward(gpu.compute_stream, dy.data(), dx.data(), planes, pixels, accumulate);
+           }));
 }
 
 }  // namespace lockstep::ops

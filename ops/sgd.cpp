@@ -1,10 +1,10 @@
 #include "ops/sgd.h"
 
 #include "base/error.h"
+#include "ops/dispatch.h"
 #include "kernels/cpu/sgd_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/sgd_cuda.h"
 #endif
 
@@ -18,17 +18,16 @@ void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, fl
            ", context on ", ctx.device().str());
   SgdHyper hyper{lr, config.momentum, config.weight_decay, config.nesterov};
   const auto& segments = arenas.segments();
-  if (ctx.device().is_cpu()) {
-    cpu::sgd_momentum(arenas.params.data(), arenas.grads.data(), arenas.momentum.data(), segments.data(),
-                      static_cast<int>(segments.size()), hyper);
-    return;
-  }
-#if LOCKSTEP_WITH_CUDA
-  cuda::sgd_momentum(ctx.cuda()->compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
-                     arenas.total(), segments, hyper);
-#else
-  LS_FAIL("sgd_step on ", ctx.device().str(), ": this build has no CUDA backend");
-#endif
+  ops::dispatch(
+      "sgd_step", ctx,
+      [&] {
+        cpu::sgd_momentum(arenas.params.data(), arenas.grads.data(), arenas.momentum.data(), segments.data(),
+                          static_cast<int>(segments.size()), hyper);
+      },
+      LS_CUDA_TWIN(gpu, {
+        cuda::sgd_momentum(gpu.compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
+                           arenas.total(), segments, hyper);
+      }));
 }
 
 }  // namespace lockstep

@@ -33,7 +33,21 @@ Schedule& schedule_ref() {
   return s;
 }
 std::atomic<uint64_t> g_launches{0};
+
+// LOCKSTEP_EMU_REPORT=1: the counts a run made, printed when it exits, so
+// launches and host synchronisations per step can be read off a whole run.
+struct ExitReport {
+  ~ExitReport() {
+    const char* want = std::getenv("LOCKSTEP_EMU_REPORT");
+    if (!want || std::strcmp(want, "1") != 0) return;
+    std::fprintf(stderr, "lockstep emulated GPU: %llu kernel launches, %llu host synchronisations\n",
+                 static_cast<unsigned long long>(g_launches.load()),
+                 static_cast<unsigned long long>(host_synchronizations()));
+  }
+} g_exit_report;
 }  // namespace
+
+uint64_t kernel_launches() { return g_launches.load(std::memory_order_relaxed); }
 
 Schedule schedule() {
   std::lock_guard lock(g_schedule_mutex);

@@ -58,6 +58,10 @@ void fail_async(int device, cudaError_t error, const std::string& message);
 // cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy/Memset,
 // a copy to or from pageable host memory, ...) since the process started.
 uint64_t host_synchronizations();
+// Kernel launches accepted since the process started (each LS_LAUNCH that
+// passed its checks, captured or not). LOCKSTEP_EMU_REPORT=1 prints both
+// counts when the process exits.
+uint64_t kernel_launches();
 
 // --- Additions by the runtime (emu/runtime, emu/kernel) ---
 

@@ -234,6 +234,7 @@ TEST_CASE("events order, time and refuse as documented", "[emu][event]") {
 
 TEST_CASE("launch configuration is checked as the hardware checks it", "[emu][launch]") {
   float* p = emu_test::device_alloc<float>(1);
+  const uint64_t launches = lockstep::emu::kernel_launches();
   LS_LAUNCH(0, 32, 0, nullptr, copy_one)(p, p);
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
   LS_LAUNCH(1, 1025, 0, nullptr, copy_one)(p, p);
@@ -248,8 +249,10 @@ TEST_CASE("launch configuration is checked as the hardware checks it", "[emu][la
   CHECK(cudaGetLastError() == cudaErrorInvalidValue);
   LS_LAUNCH(1, 1, 0, reinterpret_cast<cudaStream_t>(0x1234), copy_one)(p, p);
   CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  CHECK(lockstep::emu::kernel_launches() == launches);  // refused launches are not counted
   LS_LAUNCH(1, 1, 0, nullptr, copy_one)(p, p);
   CHECK(cudaPeekAtLastError() == cudaSuccess);
+  CHECK(lockstep::emu::kernel_launches() == launches + 1);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
   cudaFree(p);
 }

@@ -3,6 +3,8 @@
 #include <stb/stb_image.h>
 #include <stb/stb_image_resize.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -36,23 +38,60 @@ bool is_zero_byte(const std::string& path) {
   return fs::file_size(path, ec) == 0 && !ec;
 }
 
-// The images under one class folder, at any depth (as torchvision walks it),
-// skipping hidden entries; sorted so the order is the same on every file system.
-std::vector<std::string> list_images(const fs::path& class_dir) {
-  std::vector<std::string> images;
+// A folder's identity, whatever path (and links) lead to it.
+struct FolderId {
+  dev_t device;
+  ino_t inode;
+  bool operator==(const FolderId&) const = default;
+};
+
+std::optional<FolderId> folder_id(const fs::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return std::nullopt;
+  return FolderId{info.st_dev, info.st_ino};
+}
+
+// Appends the images under `dir` at any depth (as torchvision walks it),
+// following links to folders but refusing a link that leads back to a folder
+// on its own path (`ancestors`): a loop would list images without end.
+void walk_images(const fs::path& dir, std::vector<FolderId>& ancestors, std::vector<std::string>& images) {
   std::error_code ec;
-  fs::recursive_directory_iterator it(class_dir, fs::directory_options::follow_directory_symlink, ec);
-  LS_CHECK(!ec, "image folder: cannot read class folder ", class_dir.string(), " (", ec.message(), ")");
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    LS_CHECK(!ec, "image folder: cannot read inside ", class_dir.string(), " (", ec.message(), ")");
-    if (is_hidden(it->path())) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
+  fs::directory_iterator it(dir, ec);
+  LS_CHECK(!ec, "image folder: cannot read folder ", dir.string(), " (", ec.message(), ")");
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    LS_CHECK(!ec, "image folder: cannot read inside ", dir.string(), " (", ec.message(), ")");
+    const fs::path& path = it->path();
+    if (is_hidden(path)) continue;
+    if (const std::optional<FolderId> id = folder_id(path)) {
+      const auto loop = std::find(ancestors.begin(), ancestors.end(), *id);
+      if (loop != ancestors.end()) {
+        fs::path target = path;
+        for (auto up = ancestors.end(); up != loop; --up) target = target.parent_path();
+        LS_FAIL("image folder: the link ", path.string(), " leads back to ", target.string(),
+                ", a folder that contains it (a loop); remove or replace the link");
+      }
+      ancestors.push_back(*id);
+      walk_images(path, ancestors, images);
+      ancestors.pop_back();
+    } else if (it->is_regular_file(ec) && is_image_file_name(path.filename().string())) {
+      images.push_back(path.string());
     }
-    if (it->is_regular_file(ec) && is_image_file_name(it->path().filename().string()))
-      images.push_back(it->path().string());
   }
-  LS_CHECK(!ec, "image folder: cannot read inside ", class_dir.string(), " (", ec.message(), ")");
+}
+
+// The images under one class folder of `root`, skipping hidden entries;
+// sorted so the order is the same on every file system.
+std::vector<std::string> list_images(const fs::path& root, const fs::path& class_dir) {
+  std::vector<FolderId> ancestors;
+  for (const fs::path& folder : {root, class_dir}) {
+    const std::optional<FolderId> id = folder_id(folder);
+    LS_CHECK(id.has_value(), "image folder: cannot read class folder ", class_dir.string());
+    LS_CHECK(ancestors.empty() || ancestors.back() != *id, "image folder: the link ", class_dir.string(),
+             " leads back to ", root.string(), ", the folder that contains it (a loop); remove or replace the link");
+    ancestors.push_back(*id);
+  }
+  std::vector<std::string> images;
+  walk_images(class_dir, ancestors, images);
   std::sort(images.begin(), images.end());
   return images;
 }
@@ -195,7 +234,7 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
              "' is not one of the ", class_names_.size(), " training classes");
     const int32_t label = static_cast<int32_t>(pos - class_names_.begin());
     const fs::path class_dir = fs::path(root_) / name;
-    const std::vector<std::string> images = list_images(class_dir);
+    const std::vector<std::string> images = list_images(root_, class_dir);
     LS_CHECK(!images.empty(), "empty class folder ", class_dir.string(),
              ": it holds no images (.jpg, .jpeg, .png, .bmp, .gif)");
     for (const std::string& image : images) {

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <numeric>
 #include <thread>
 
@@ -48,6 +50,7 @@ struct Loader::State {
   bool holding = false;                      // the trainer holds batch handed - 1
   int busy = 0;                              // workers inside a work item
   std::exception_ptr error;
+  std::exception_ptr fatal;  // a worker died (out of memory outside a sample): every later call fails
   BadFiles skipped;
 
   int64_t batch_count(int64_t batch, int64_t batch_size, int64_t total) const {
@@ -66,7 +69,8 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
   LS_CHECK(config_.threads >= 1, "Loader: ", config_.threads, " threads; it needs at least 1");
   LS_CHECK(config_.prefetch >= 2, "Loader: prefetch ", config_.prefetch, " must be at least 2");
   LS_CHECK(config_.augment.crop_padding >= 0, "Loader: negative crop padding ", config_.augment.crop_padding);
-  num_batches_ = config_.drop_last ? n / config_.batch_size : (n + config_.batch_size - 1) / config_.batch_size;
+  // Not (n + batch_size - 1) / batch_size: that overflows for a batch size near 2^63.
+  num_batches_ = n / config_.batch_size + (!config_.drop_last && n % config_.batch_size != 0 ? 1 : 0);
   LS_CHECK(num_batches_ > 0, "Loader: ", dataset_->source(), " has ", n, " samples, not one full batch of ",
            config_.batch_size, " (drop_last is on)");
   if (config_.normalize) {
@@ -89,10 +93,25 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
     slot.labels = Tensor::empty_with(Shape{batch}, allocator, DType::i32);
     slot.valid.assign(static_cast<size_t>(batch), 1);
   }
-  for (int w = 0; w < config_.threads; ++w) state_->workers.emplace_back([this] { worker_loop(); });
+  try {
+    for (int w = 0; w < config_.threads; ++w) {
+      std::function<void()> body = [this] { worker_main(); };
+      state_->workers.push_back(config_.start_thread ? config_.start_thread(std::move(body)) : std::thread(std::move(body)));
+    }
+  } catch (const std::system_error& e) {
+    const size_t started = state_->workers.size();
+    stop_workers();
+    LS_FAIL("Loader: cannot start worker thread ", started + 1, " of ", config_.threads, " (", e.what(),
+            "); fewer loader threads may fit the process's thread limit");
+  } catch (const std::bad_alloc&) {
+    stop_workers();
+    LS_FAIL("Loader: out of memory starting ", config_.threads, " worker threads");
+  }
 }
 
-Loader::~Loader() {
+Loader::~Loader() { stop_workers(); }
+
+void Loader::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->shutdown = true;
@@ -100,7 +119,9 @@ Loader::~Loader() {
   }
   state_->work_cv.notify_all();
   state_->ready_cv.notify_all();
-  for (std::thread& t : state_->workers) t.join();
+  for (std::thread& t : state_->workers)
+    if (t.joinable()) t.join();
+  state_->workers.clear();
 }
 
 Shape Loader::sample_shape() const { return dataset_->sample_shape(); }
@@ -132,6 +153,7 @@ void Loader::start_epoch(int64_t epoch, int64_t first_batch) {
   std::vector<int64_t> order = epoch_order(epoch);
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
+  if (s.fatal) std::rethrow_exception(s.fatal);
   // Let the workers put down what they hold before their buffers are reused.
   s.stopped = true;
   s.idle_cv.wait(lock, [&] { return s.busy == 0; });
@@ -167,6 +189,7 @@ bool Loader::next(HostBatch& batch) {
   const int64_t slots = static_cast<int64_t>(s.slots.size());
   const int64_t per_sample = sample_shape().numel();
   std::unique_lock<std::mutex> lock(s.mutex);
+  if (s.fatal) std::rethrow_exception(s.fatal);
   LS_CHECK(s.active, "Loader::next: call start_epoch first");
   if (s.holding) {
     s.holding = false;
@@ -208,6 +231,35 @@ bool Loader::next(HostBatch& batch) {
     batch.count = count;
     s.holding = true;
     return true;
+  }
+}
+
+// A worker's thread function: whatever escapes worker_loop (memory running out
+// outside a sample's read) ends this worker, not the process, and every later
+// next() and start_epoch() throws it.
+void Loader::worker_main() {
+  try {
+    worker_loop();
+  } catch (...) {
+    State& s = *state_;
+    std::exception_ptr error;
+    try {
+      throw;
+    } catch (const std::bad_alloc&) {
+      error = std::make_exception_ptr(Error("Loader: a worker thread ran out of memory (reading " + dataset_->source() + ")"));
+    } catch (const Error&) {
+      error = std::current_exception();
+    } catch (const std::exception& e) {
+      error = std::make_exception_ptr(Error("Loader: a worker thread failed reading " + dataset_->source() + ": " + e.what()));
+    } catch (...) {
+      error = std::make_exception_ptr(Error("Loader: a worker thread failed reading " + dataset_->source()));
+    }
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.fatal = error;
+    if (!s.error) s.error = error;
+    s.stopped = true;
+    s.ready_cv.notify_all();
+    s.idle_cv.notify_all();
   }
 }
 
@@ -272,6 +324,14 @@ void Loader::worker_loop() {
         }
         slot.valid[p] = 0;
         bad.add(e.what());
+      } catch (const std::bad_alloc&) {
+        error = std::make_exception_ptr(Error("Loader: out of memory reading sample " + std::to_string(index) + " of " +
+                                              dataset_->source()));
+        break;
+      } catch (const std::exception& e) {
+        error = std::make_exception_ptr(Error("Loader: reading sample " + std::to_string(index) + " of " +
+                                              dataset_->source() + " failed: " + e.what()));
+        break;
       } catch (...) {
         error = std::current_exception();
         break;

@@ -6,9 +6,11 @@
 // flip only on (seed, epoch, sample), so the batches are the same whatever
 // the number of threads.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data/augment.h"
@@ -33,10 +35,15 @@ struct LoaderConfig {
   // An image that fails to decode is left out of its batch (which comes out
   // smaller) and listed in skipped(), instead of ending the epoch with an error.
   bool skip_bad_images = false;
+  // Starts one worker thread; empty: std::thread. Tests make it fail as a
+  // process thread limit would (std::system_error).
+  std::function<std::thread(std::function<void()>)> start_thread;
 };
 
 class Loader final : public BatchSource {
 public:
+  // Throws lockstep::Error when a worker thread cannot be started (those
+  // already started are stopped and joined first).
   Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config);
   ~Loader() override;  // stops the epoch and joins the workers
   Loader(const Loader&) = delete;
@@ -64,7 +71,9 @@ public:
 
 private:
   struct State;
+  void worker_main();
   void worker_loop();
+  void stop_workers();
 
   std::shared_ptr<const Dataset> dataset_;
   LoaderConfig config_;

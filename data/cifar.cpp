@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -13,6 +15,13 @@ namespace lockstep::data {
 namespace {
 constexpr size_t kPixels = 3 * 32 * 32;
 constexpr size_t kRecord = 1 + kPixels;
+
+// The N of data_batch_N.bin; a number beyond int sorts last (not std::stoi's "stoi" error).
+int batch_number(const std::string& digits) {
+  int number = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  return error == std::errc() && end == digits.data() + digits.size() ? number : INT_MAX;
+}
 }  // namespace
 
 std::shared_ptr<InMemoryDataset> read_cifar10(const std::vector<std::string>& batch_files,
@@ -54,7 +63,7 @@ std::optional<CifarFiles> find_cifar10_files(const std::string& dir) {
       const std::string name = entry.path().filename().string();
       std::smatch match;
       if (std::regex_match(name, match, batch_name) && is_file(entry.path().string()))
-        numbered.emplace_back(std::stoi(match[1].str()), entry.path().string());
+        numbered.emplace_back(batch_number(match[1].str()), entry.path().string());
     }
     const std::string test = (folder / "test_batch.bin").string();
     if (numbered.empty() && !is_file(test)) continue;

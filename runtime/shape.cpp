@@ -12,17 +12,21 @@ Shape::Shape(std::initializer_list<int64_t> extents) {
   }
 }
 
-int64_t Shape::numel() const {
+namespace {
+// The product of extents [first, rank); throws naming the shape when it does
+// not fit in int64_t (extents come from files and arguments).
+int64_t checked_product(const Shape& shape, int first) {
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
-  return rank_ == 0 ? 0 : n;
-}
-
-int64_t Shape::per_sample() const {
-  int64_t n = 1;
-  for (int i = 1; i < rank_; ++i) n *= dims_[i];
+  for (int i = first; i < shape.rank(); ++i)
+    LS_CHECK(!__builtin_mul_overflow(n, shape[i], &n), "shape ", shape.str(),
+             " has more elements than fit in 64 bits");
   return n;
 }
+}  // namespace
+
+int64_t Shape::numel() const { return rank_ == 0 ? 0 : checked_product(*this, 0); }
+
+int64_t Shape::per_sample() const { return checked_product(*this, 1); }
 
 Shape Shape::with_batch(int64_t n) const {
   Shape s = *this;

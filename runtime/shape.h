@@ -17,8 +17,9 @@ public:
   int rank() const { return rank_; }
   int64_t operator[](int axis) const { return dims_[axis]; }
   int64_t& operator[](int axis) { return dims_[axis]; }
+  // Throws lockstep::Error naming the shape when the product overflows int64_t.
   int64_t numel() const;
-  // Elements per item of the leading (batch) axis.
+  // Elements per item of the leading (batch) axis (checked as numel is).
   int64_t per_sample() const;
   Shape with_batch(int64_t n) const;
   std::string str() const;  // "[2, 3, 5, 5]"

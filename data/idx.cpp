@@ -54,7 +54,7 @@ IdxArray read_idx(const std::string& path, int rank, uint64_t max_bytes) {
   std::vector<uint8_t>& values = array.values;
   size_t filled = 0;
   while (filled < payload) {
-    values.resize(static_cast<size_t>(std::min<uint64_t>(payload, std::max<uint64_t>(2 * filled, 1 << 24))));
+    values.resize(static_cast<size_t>(std::min<uint64_t>(payload, std::max<uint64_t>(2 * filled, 1 << 20))));
     const size_t chunk = reader.read(values.data() + filled, values.size() - filled);
     filled += chunk;
     if (filled < values.size()) break;

@@ -13,8 +13,16 @@ std::string source_path(const char* file) {
   return where;
 }
 
-void throw_error(const std::string& message, const char* file, int line) {
-  throw Error(message + " (" + source_path(file) + ":" + std::to_string(line) + ")");
+namespace {
+std::string located(const std::string& message, const char* file, int line) {
+  return message + " (" + source_path(file) + ":" + std::to_string(line) + ")";
+}
+}  // namespace
+
+void throw_error(const std::string& message, const char* file, int line) { throw Error(located(message, file, line)); }
+
+void throw_cancelled(const std::string& message, const char* file, int line) {
+  throw Cancelled(located(message, file, line));
 }
 
 }  // namespace lockstep

@@ -12,7 +12,16 @@ public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A collective that gave up because the communicator was aborted (another
+// rank failed, or the owner shut it down): a second-hand failure, which the
+// replica manager reports only when no first-hand one exists.
+class Cancelled : public Error {
+public:
+  using Error::Error;
+};
+
 [[noreturn]] void throw_error(const std::string& message, const char* file, int line);
+[[noreturn]] void throw_cancelled(const std::string& message, const char* file, int line);
 // `file` (a __FILE__) relative to the source tree, as error messages name it.
 std::string source_path(const char* file);
 
@@ -34,3 +43,6 @@ template <typename... Parts> std::string concat(const Parts&... parts) {
   } while (0)
 
 #define LS_FAIL(...) ::lockstep::throw_error(::lockstep::detail::concat(__VA_ARGS__), __FILE__, __LINE__)
+
+// LS_CANCEL(parts...): throws lockstep::Cancelled, worded and located as LS_FAIL.
+#define LS_CANCEL(...) ::lockstep::throw_cancelled(::lockstep::detail::concat(__VA_ARGS__), __FILE__, __LINE__)

@@ -188,16 +188,16 @@ json resnet_step(const Options& o, bool tf32) {
   Tensor x = Tensor::from_vector(Shape{o.batch, 3, 32, 32}, images, Device::cuda(0));
   Tensor y = Tensor::from_labels(labels, Device::cuda(0));
 
-  for (int i = 0; i < o.warmup; ++i) model->train_step(ctx, x, y, 1.0f / o.batch);
+  for (int i = 0; i < o.warmup; ++i) model->train_step(ctx, {}, x, y, 1.0f / o.batch);
   ctx.synchronize();
   std::vector<double> steps, forward, backward;
   for (int i = 0; i < o.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
-    model->train_step(ctx, x, y, 1.0f / o.batch);
+    TrainStepResult result = model->train_step(ctx, {}, x, y, 1.0f / o.batch);
     ctx.synchronize();
     steps.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    forward.push_back(ctx.forward_seconds);
-    backward.push_back(ctx.backward_seconds);
+    forward.push_back(result.forward_seconds);
+    backward.push_back(result.backward_seconds);
   }
   const double med = median(steps);
   return json{{"model", "resnet18"},

@@ -25,7 +25,7 @@ LocalCommunicator::LocalCommunicator(int ranks, std::chrono::milliseconds timeou
 
 void LocalCommunicator::arrive_and_wait(int rank, const char* where) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (aborted_) LS_FAIL("collective ", where, " on rank ", rank, " cancelled: ", abort_reason_);
+  if (aborted_) LS_CANCEL("collective ", where, " on rank ", rank, " cancelled: ", abort_reason_);
   uint64_t generation = generation_;
   rank_arrived_[rank] = true;
   if (++arrived_ == ranks_) {
@@ -36,7 +36,7 @@ void LocalCommunicator::arrive_and_wait(int rank, const char* where) {
     return;
   }
   bool done = cv_.wait_for(lock, timeout_, [&] { return aborted_ || generation_ != generation; });
-  if (aborted_) LS_FAIL("collective ", where, " on rank ", rank, " cancelled: ", abort_reason_);
+  if (aborted_) LS_CANCEL("collective ", where, " on rank ", rank, " cancelled: ", abort_reason_);
   if (!done) {
     std::string missing;
     for (int r = 0; r < ranks_; ++r)

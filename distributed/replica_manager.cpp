@@ -69,17 +69,26 @@ Device ReplicaManager::device(int rank) const { return replicas_.at(rank)->devic
 void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
   LS_CHECK(!failed_, "the replica manager failed earlier and cannot run another step");
   std::vector<std::future<void>> done;
-  std::vector<std::string> errors(replicas_.size());
+  struct Failure {
+    std::string what;
+    bool cancelled = false;  // a collective gave up because another rank failed
+  };
+  std::vector<Failure> errors(replicas_.size());
   for (auto& replica : replicas_) {
     Replica* r = replica.get();
     done.push_back(r->thread.submit([this, r, &job, &errors] {
+      auto fail = [&](const std::exception& e, bool cancelled) {
+        errors[r->rank] = {e.what(), cancelled};
+        comm_->abort("replica " + std::to_string(r->rank) + " on " + r->device.str() + " failed");
+      };
       try {
         // The replica's GPU must be current on its thread for kernel launches.
         if (r->ctx) r->ctx->make_current();
         job(*r);
+      } catch (const Cancelled& e) {
+        fail(e, true);
       } catch (const std::exception& e) {
-        errors[r->rank] = e.what();
-        comm_->abort("replica " + std::to_string(r->rank) + " on " + r->device.str() + " failed");
+        fail(e, false);
       }
     }));
   }
@@ -87,13 +96,12 @@ void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
   // Report the replica that failed first-hand, not those it cancelled.
   int first = -1;
   for (size_t r = 0; r < errors.size(); ++r) {
-    if (errors[r].empty()) continue;
-    bool cancelled = errors[r].find("cancelled:") != std::string::npos;
-    if (first < 0 || (!cancelled && errors[first].find("cancelled:") != std::string::npos)) first = static_cast<int>(r);
+    if (errors[r].what.empty()) continue;
+    if (first < 0 || (!errors[r].cancelled && errors[first].cancelled)) first = static_cast<int>(r);
   }
   if (first >= 0) {
     failed_ = true;
-    LS_FAIL("replica ", first, " on ", replicas_[first]->device.str(), ": ", errors[first]);
+    LS_FAIL("replica ", first, " on ", replicas_[first]->device.str(), ": ", errors[first].what);
   }
 }
 
@@ -109,9 +117,6 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
     auto t0 = Clock::now();
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
-    r.ctx->seed = options_.seed;
-    r.ctx->step = step;
-    r.ctx->sample_offset = slice.offset;
     auto t1 = Clock::now();
 
     // Each bucket goes as soon as backward has finished every gradient in it.
@@ -125,7 +130,10 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
           comm_->all_reduce_sum(r.rank, *r.ctx, arenas.grads.data() + b.begin, b.end - b.begin);
         }
       };
-    r.metrics = r.model->train_step(*r.ctx, images, labels, 1.0f / static_cast<float>(global), on_ready);
+    const StepInfo info{options_.seed, step, slice.offset};
+    TrainStepResult result =
+        r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), on_ready);
+    r.metrics = result.metrics;
     float weight = static_cast<float>(slice.count) / static_cast<float>(global);
     synchronize_batch_norm(*r.model, *r.ctx, comm_.get(), r.rank, weight);
     if (n > 1) comm_->wait(r.rank, *r.ctx);
@@ -136,10 +144,10 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
     auto t4 = Clock::now();
 
     r.times.data += seconds(t0, t1);
-    r.times.forward += r.ctx->forward_seconds;
-    r.times.backward += r.ctx->backward_seconds;
+    r.times.forward += result.forward_seconds;
+    r.times.backward += result.backward_seconds;
     // Whatever of the step the model did not spend computing was spent waiting on collectives.
-    r.times.communication += std::max(0.0, seconds(t1, t3) - r.ctx->forward_seconds - r.ctx->backward_seconds);
+    r.times.communication += std::max(0.0, seconds(t1, t3) - result.forward_seconds - result.backward_seconds);
     r.times.update += seconds(t3, t4);
     r.times.steps += 1;
   });

@@ -11,7 +11,7 @@ Shape Add::output_shape(const std::vector<Shape>& inputs) const {
   return inputs[0];
 }
 
-void Add::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void Add::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::add(ctx, inputs[0], inputs[1], output);
 }
 

@@ -10,7 +10,8 @@ class Add final : public Layer {
 public:
   std::string type() const override { return "add"; }
   Shape output_shape(const std::vector<Shape>& inputs) const override;
-  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+               const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
 };

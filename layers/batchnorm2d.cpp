@@ -67,7 +67,7 @@ void BatchNorm2d::check_batch(const Tensor& x, const char* pass) const {
            " of a batch ", x.shape().str(), " with ", weight_.numel(), " channels bound");
 }
 
-void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) {
+void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode, const StepInfo&) {
   const Tensor& x = inputs.at(0);
   check_batch(x, "forward");
   if (mode == Mode::eval) {

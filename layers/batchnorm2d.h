@@ -23,7 +23,8 @@ public:
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
             const std::vector<Tensor>& state) override;
 
-  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+               const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
 

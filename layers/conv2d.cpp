@@ -27,7 +27,7 @@ std::vector<ParamSpec> Conv2d::parameter_specs(const std::vector<Shape>& inputs)
   return weight_bias_specs(Shape{out_channels_, inputs[0][0], kernel_, kernel_}, weight_init_);
 }
 
-void Conv2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void Conv2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::conv2d_forward(ctx, inputs[0], weight_, bias_or_null(), output, stride_, padding_);
 }
 

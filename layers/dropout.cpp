@@ -20,9 +20,11 @@ Shape Dropout::output_shape(const std::vector<Shape>& inputs) const {
   return inputs[0];
 }
 
-void Dropout::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) {
+void Dropout::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+                      const StepInfo& step) {
   last_mode_ = mode;
-  if (mode == Mode::train && p_ > 0.0f) return ops::dropout_forward(ctx, inputs[0], output, p_, salt());
+  last_step_ = step;
+  if (mode == Mode::train && p_ > 0.0f) return ops::dropout_forward(ctx, step, inputs[0], output, p_, salt());
   ops::copy_or_add(ctx, inputs[0], output, false);
 }
 
@@ -31,7 +33,7 @@ void Dropout::backward(Context& ctx, const std::vector<Tensor>&, const Tensor&, 
   if (!input_grads[0].defined()) return;
   bool accumulate = grad_modes[0] == GradMode::add;
   if (last_mode_ == Mode::train && p_ > 0.0f)
-    return ops::dropout_backward(ctx, output_grad, input_grads[0], p_, salt(), accumulate);
+    return ops::dropout_backward(ctx, last_step_, output_grad, input_grads[0], p_, salt(), accumulate);
   ops::copy_or_add(ctx, output_grad, input_grads[0], accumulate);
 }
 

@@ -12,7 +12,7 @@ Shape Flatten::output_shape(const std::vector<Shape>& inputs) const {
   return Shape{inputs[0].numel()};
 }
 
-void Flatten::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void Flatten::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::copy_or_add(ctx, inputs[0], output, false);
 }
 

@@ -146,18 +146,18 @@ void Graph::check_batch(const Tensor& images, const Tensor& labels) const {
   LS_CHECK(labels.numel() == images.dim(0), images.dim(0), " images with ", labels.numel(), " labels");
 }
 
-void Graph::forward_all(Context& ctx, const Tensor& images, Mode mode) {
+void Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step) {
   int64_t batch = images.dim(0);
   ensure_capacity(batch);
   for (Node& node : nodes_) {
     std::vector<Tensor> inputs = gather_inputs(node, images, batch);
     Tensor out = node.output.batch_slice(0, batch);
-    node.layer->forward(ctx, inputs, out, mode);
+    node.layer->forward(ctx, inputs, out, mode, step);
   }
 }
 
-StepMetrics Graph::train_step(Context& ctx, const Tensor& images, const Tensor& labels, float loss_scale,
-                              const GradReadyCallback& on_grad_ready) {
+TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tensor& images, const Tensor& labels,
+                                  float loss_scale, const GradReadyCallback& on_grad_ready) {
   check_batch(images, labels);
   int64_t batch = images.dim(0);
   if (batch == 0) {
@@ -176,13 +176,14 @@ StepMetrics Graph::train_step(Context& ctx, const Tensor& images, const Tensor& 
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
   auto start = std::chrono::steady_clock::now();
-  forward_all(ctx, images, Mode::train);
-  ctx.forward_seconds = seconds_since(start);
+  TrainStepResult result;
+  forward_all(ctx, images, Mode::train, step);
+  result.forward_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
 
   Tensor logits = nodes_.back().output.batch_slice(0, batch);
   Tensor logits_grad = nodes_.back().grad.batch_slice(0, batch);
-  StepMetrics metrics = ops::softmax_cross_entropy(ctx, logits, labels, loss_scale, &logits_grad);
+  result.metrics = ops::softmax_cross_entropy(ctx, logits, labels, loss_scale, &logits_grad);
 
   // Reverse order: a node's gradient is complete once every consumer (all
   // later nodes) has run; the first consumer to run writes it, the rest add.
@@ -209,14 +210,14 @@ StepMetrics Graph::train_step(Context& ctx, const Tensor& images, const Tensor& 
     if (on_grad_ready && node.first_param_offset >= 0) on_grad_ready(node.first_param_offset);
   }
   if (on_grad_ready) on_grad_ready(0);
-  ctx.backward_seconds = seconds_since(start);
-  return metrics;
+  result.backward_seconds = seconds_since(start);
+  return result;
 }
 
 StepMetrics Graph::evaluate(Context& ctx, const Tensor& images, const Tensor& labels) {
   check_batch(images, labels);
   if (images.dim(0) == 0) return {};
-  forward_all(ctx, images, Mode::eval);
+  forward_all(ctx, images, Mode::eval, {});
   Tensor logits = nodes_.back().output.batch_slice(0, images.dim(0));
   return ops::softmax_cross_entropy(ctx, logits, labels, 1.0f, nullptr);
 }
@@ -225,7 +226,7 @@ Tensor Graph::logits(Context& ctx, const Tensor& images) {
   LS_CHECK(finalized_, "the graph is used before finalize()");
   Tensor out = Tensor::empty(Shape{images.dim(0), num_classes_}, device_);
   if (images.dim(0) == 0) return out;
-  forward_all(ctx, images, Mode::eval);
+  forward_all(ctx, images, Mode::eval, {});
   ctx.copy(nodes_.back().output.batch_slice(0, images.dim(0)), out);
   return out;
 }

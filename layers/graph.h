@@ -38,8 +38,8 @@ public:
   std::vector<ParamEntry> state_entries() const override { return state_entries_; }
   std::vector<BatchNormState*> batch_norms() override;
 
-  StepMetrics train_step(Context& ctx, const Tensor& images, const Tensor& labels, float loss_scale,
-                         const GradReadyCallback& on_grad_ready = {}) override;
+  TrainStepResult train_step(Context& ctx, const StepInfo& step, const Tensor& images, const Tensor& labels,
+                             float loss_scale, const GradReadyCallback& on_grad_ready = {}) override;
   StepMetrics evaluate(Context& ctx, const Tensor& images, const Tensor& labels) override;
   Tensor logits(Context& ctx, const Tensor& images) override;
 
@@ -59,7 +59,7 @@ private:
   const Node& checked_input_node(int index) const;
   void ensure_capacity(int64_t batch);
   std::vector<Tensor> gather_inputs(const Node& node, const Tensor& images, int64_t batch) const;
-  void forward_all(Context& ctx, const Tensor& images, Mode mode);
+  void forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step);
   void check_batch(const Tensor& images, const Tensor& labels) const;
 
   Shape input_shape_;

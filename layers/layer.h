@@ -19,6 +19,7 @@
 #include "runtime/arena.h"
 #include "runtime/context.h"
 #include "runtime/model.h"
+#include "runtime/step.h"
 #include "runtime/tensor.h"
 
 namespace lockstep {
@@ -40,7 +41,10 @@ public:
   virtual void bind(const std::vector<Tensor>& /*params*/, const std::vector<Tensor>& /*grads*/,
                     const std::vector<Tensor>& /*state*/) {}
 
-  virtual void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) = 0;
+  // `step` says which training step a Mode::train forward belongs to ({} in
+  // evaluation); only layers that draw random numbers read it.
+  virtual void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+                       const StepInfo& step) = 0;
   virtual void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output,
                         const Tensor& output_grad, std::vector<Tensor>& input_grads,
                         const std::vector<GradMode>& grad_modes) = 0;

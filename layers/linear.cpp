@@ -22,7 +22,7 @@ std::vector<ParamSpec> Linear::parameter_specs(const std::vector<Shape>& inputs)
   return weight_bias_specs(Shape{out_features_, inputs[0][0]}, Init::fan_in_uniform);
 }
 
-void Linear::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void Linear::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::linear_forward(ctx, inputs[0], weight_, bias_or_null(), output);
 }
 

@@ -28,7 +28,7 @@ Shape WindowPool::output_shape(const std::vector<Shape>& inputs) const {
   return Shape{inputs[0][0], pool_output_extent(inputs[0][1], window_), pool_output_extent(inputs[0][2], window_)};
 }
 
-void MaxPool2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void MaxPool2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::max_pool2d_forward(ctx, inputs[0], output, window_);
 }
 
@@ -40,7 +40,7 @@ void MaxPool2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const 
                              grad_modes[0] == GradMode::add);
 }
 
-void AvgPool2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void AvgPool2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::avg_pool2d_forward(ctx, inputs[0], output, window_);
 }
 
@@ -59,7 +59,7 @@ Shape GlobalAvgPool::output_shape(const std::vector<Shape>& inputs) const {
   return Shape{inputs[0][0], 1, 1};
 }
 
-void GlobalAvgPool::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void GlobalAvgPool::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::global_avg_pool_forward(ctx, inputs[0], output);
 }
 

@@ -25,7 +25,8 @@ class MaxPool2d final : public WindowPool {
 public:
   MaxPool2d(int kernel, int stride = 0, int padding = 0) : WindowPool("maxpool2d", kernel, stride, padding) {}
   std::string type() const override { return "maxpool2d"; }
-  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+               const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
 };
@@ -36,7 +37,8 @@ class AvgPool2d final : public WindowPool {
 public:
   AvgPool2d(int kernel, int stride = 0, int padding = 0) : WindowPool("avgpool2d", kernel, stride, padding) {}
   std::string type() const override { return "avgpool2d"; }
-  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+               const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
 };
@@ -46,7 +48,8 @@ class GlobalAvgPool final : public Layer {
 public:
   std::string type() const override { return "global_avgpool"; }
   Shape output_shape(const std::vector<Shape>& inputs) const override;
-  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode) override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+               const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
 };

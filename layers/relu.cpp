@@ -10,7 +10,7 @@ Shape ReLU::output_shape(const std::vector<Shape>& inputs) const {
   return inputs[0];
 }
 
-void ReLU::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode) {
+void ReLU::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   ops::relu_forward(ctx, inputs[0], output);
 }
 

@@ -14,32 +14,33 @@ namespace lockstep::ops {
 
 namespace {
 
-void check_args(const char* op, Context& ctx, const Tensor& a, const Tensor& b, float p) {
+void check_args(const char* op, Context& ctx, const StepInfo& step, const Tensor& a, const Tensor& b, float p) {
   check_same(op, ctx, a, {&b});
   LS_CHECK(p >= 0.0f && p < 1.0f, op, ": p = ", p, " is outside [0, 1)");
-  LS_CHECK(ctx.sample_offset >= 0, op, ": negative sample offset ", ctx.sample_offset);
+  LS_CHECK(step.sample_offset >= 0, op, ": negative sample offset ", step.sample_offset);
 }
 
 // The global index of the tensor's first element: per_sample counts the
 // elements of one sample, whatever the rank.
-uint64_t first_index(const Context& ctx, const Tensor& t) {
-  return static_cast<uint64_t>(ctx.sample_offset) * static_cast<uint64_t>(t.shape().per_sample());
+uint64_t first_index(const StepInfo& step, const Tensor& t) {
+  return static_cast<uint64_t>(step.sample_offset) * static_cast<uint64_t>(t.shape().per_sample());
 }
 
 }  // namespace
 
-void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float p, uint64_t salt) {
+void dropout_forward(Context& ctx, const StepInfo& step, const Tensor& x, Tensor& y, float p, uint64_t salt) {
   const char* op = "dropout";
-  check_args(op, ctx, x, y, p);
-  const uint64_t key = dropout_key(ctx.seed, ctx.step, salt), first = first_index(ctx, x);
+  check_args(op, ctx, step, x, y, p);
+  const uint64_t key = dropout_key(step.seed, step.step, salt), first = first_index(step, x);
   dispatch(op, ctx, [&] { cpu::dropout_forward(x.data(), y.data(), x.numel(), key, first, p); },
            LS_CUDA_TWIN(gpu, { cuda::dropout_forward(gpu.compute_stream, x.data(), y.data(), x.numel(), key, first, p); }));
 }
 
-void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float p, uint64_t salt, bool accumulate) {
+void dropout_backward(Context& ctx, const StepInfo& step, const Tensor& dy, Tensor& dx, float p, uint64_t salt,
+                      bool accumulate) {
   const char* op = "dropout backward";
-  check_args(op, ctx, dy, dx, p);
-  const uint64_t key = dropout_key(ctx.seed, ctx.step, salt), first = first_index(ctx, dy);
+  check_args(op, ctx, step, dy, dx, p);
+  const uint64_t key = dropout_key(step.seed, step.step, salt), first = first_index(step, dy);
   dispatch(op, ctx, [&] { cpu::dropout_backward(dy.data(), dx.data(), dy.numel(), key, first, p, accumulate); },
            LS_CUDA_TWIN(gpu, {
              cuda::dropout_backward(gpu.compute_stream, dy.data(), dx.data(), dy.numel(), key, first, p, accumulate);

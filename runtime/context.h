@@ -48,17 +48,6 @@ public:
   void copy(const Tensor& src, Tensor& dst);
   void zero(Tensor& t);
 
-  // Counter-based randomness (dropout) is keyed by the training seed, the step
-  // and the global index of this replica's first sample, so N replicas draw the
-  // same numbers as one replica over the whole batch.
-  uint64_t seed = 0;
-  uint64_t step = 0;
-  int64_t sample_offset = 0;
-
-  // Seconds the model's last train_step spent in forward and in backward.
-  double forward_seconds = 0.0;
-  double backward_seconds = 0.0;
-
 private:
   Device device_;
   ContextOptions options_;

@@ -11,6 +11,7 @@
 
 #include "runtime/arena.h"
 #include "runtime/context.h"
+#include "runtime/step.h"
 #include "runtime/tensor.h"
 
 namespace lockstep {
@@ -41,6 +42,15 @@ struct StepMetrics {
   }
 };
 
+// What Model::train_step returns: the slice's metrics and the seconds spent in
+// forward and in backward (the replica manager counts the rest of the step as
+// waiting on collectives).
+struct TrainStepResult {
+  StepMetrics metrics;
+  double forward_seconds = 0.0;
+  double backward_seconds = 0.0;
+};
+
 // Called during backward each time the gradients from `first_ready_offset` to
 // the end of the gradient arena are final (parameters are laid out in forward
 // order, so backward finishes them from the end), so a bucket can be sent.
@@ -58,11 +68,11 @@ public:
   virtual std::vector<ParamEntry> state_entries() const = 0;
   virtual std::vector<BatchNormState*> batch_norms() = 0;
 
-  // Forward and backward of a slice in training mode: writes every gradient
-  // (an empty slice writes zeros) with the loss scaled by `loss_scale` (the
-  // manager passes 1/B), and each BN layer's batch statistics.
-  virtual StepMetrics train_step(Context& ctx, const Tensor& images, const Tensor& labels, float loss_scale,
-                                 const GradReadyCallback& on_grad_ready = {}) = 0;
+  // Forward and backward of a slice in training mode, as part of `step`:
+  // writes every gradient (an empty slice writes zeros) with the loss scaled by
+  // `loss_scale` (the manager passes 1/B), and each BN layer's batch statistics.
+  virtual TrainStepResult train_step(Context& ctx, const StepInfo& step, const Tensor& images, const Tensor& labels,
+                                     float loss_scale, const GradReadyCallback& on_grad_ready = {}) = 0;
   // Inference mode (running statistics, no dropout): loss and accuracy.
   virtual StepMetrics evaluate(Context& ctx, const Tensor& images, const Tensor& labels) = 0;
   // Inference mode logits [N, classes].

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "kernels/cpu/loss_cpu.h"
 #include "kernels/loss_math.h"
+#include "ops/loss.h"
 
 namespace lockstep {
 
@@ -128,8 +128,8 @@ Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data) {
   Evaluation e;
   e.class_total.assign(classes, 0);
   e.class_correct.assign(classes, 0);
-  double loss_sum = 0.0;
-  int64_t correct = 0;
+  StepMetrics sums;
+  Context host(Device::cpu());  // the logits come back to the host: the loss is summed there
   data.start_epoch(0, 0);
   HostBatch batch;
   while (data.next(batch)) {
@@ -137,18 +137,16 @@ Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data) {
     std::vector<int32_t> labels = batch.labels.batch_slice(0, batch.count).to_label_vector();
     for (int64_t i = 0; i < batch.count; ++i)
       LS_CHECK(labels[i] >= 0 && labels[i] < classes, "label ", labels[i], " outside [0, ", classes, ")");
-    auto sums = cpu::softmax_cross_entropy(logits.data(), labels.data(), batch.count, static_cast<int>(classes),
-                                           1.0f, nullptr);
-    loss_sum += sums.loss_sum;
-    correct += sums.correct;
+    sums += ops::softmax_cross_entropy(host, Tensor::from_vector(Shape{batch.count, classes}, logits),
+                                       Tensor::from_labels(labels), 1.0f, nullptr);
     for (int64_t i = 0; i < batch.count; ++i) {
       e.class_total[labels[i]] += 1;
       if (row_argmax(logits.data() + i * classes, static_cast<int>(classes)) == labels[i]) e.class_correct[labels[i]] += 1;
     }
     e.count += batch.count;
   }
-  e.loss = loss_sum / std::max<int64_t>(e.count, 1);
-  e.accuracy = static_cast<double>(correct) / std::max<int64_t>(e.count, 1);
+  e.loss = sums.loss_sum / std::max<int64_t>(e.count, 1);
+  e.accuracy = static_cast<double>(sums.correct) / std::max<int64_t>(e.count, 1);
   return e;
 }
 

@@ -46,7 +46,7 @@ NcclCommunicator::~NcclCommunicator() {
 void NcclCommunicator::check_usable(int rank) const {
   if (aborted_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);
-    LS_FAIL("collective on rank ", rank, " cancelled: ", abort_reason_);
+    LS_CANCEL("collective on rank ", rank, " cancelled: ", abort_reason_);
   }
 }
 

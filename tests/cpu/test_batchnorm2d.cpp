@@ -266,7 +266,7 @@ TEST_CASE("batchnorm2d rejects bad inputs with the layer's name", "[batchnorm2d]
   h.layer().name = "bn2";
   Tensor four_channels = random_tensor(Shape{2, 4, 3, 5}, 1);
   Tensor out = Tensor::zeros(four_channels.shape());
-  REQUIRE_THROWS_WITH(h.layer().forward(h.ctx, {four_channels}, out, Mode::train),
+  REQUIRE_THROWS_WITH(h.layer().forward(h.ctx, {four_channels}, out, Mode::train, {}),
                       Catch::Contains("batchnorm2d 'bn2'") && Catch::Contains("[2, 4, 3, 5]"));
   // Backward needs the statistics of a training forward of that batch.
   h.forward(Mode::eval);

@@ -15,12 +15,9 @@ namespace {
 // scaled mask: 0 or 1/(1-p).
 std::vector<float> mask_of(Dropout& layer, const Shape& shape, uint64_t seed, uint64_t step, int64_t offset) {
   Context ctx(Device::cpu());
-  ctx.seed = seed;
-  ctx.step = step;
-  ctx.sample_offset = offset;
   Tensor x = Tensor::from_vector(shape, std::vector<float>(shape.numel(), 1.0f));
   Tensor y = Tensor::zeros(shape);
-  layer.forward(ctx, {x}, y, Mode::train);
+  layer.forward(ctx, {x}, y, Mode::train, StepInfo{seed, step, offset});
   return y.to_vector();
 }
 
@@ -95,9 +92,7 @@ TEST_CASE("dropout in evaluation is the identity, forward and backward", "[dropo
 
 TEST_CASE("dropout backward applies the forward mask", "[dropout]") {
   LayerHarness h(std::make_unique<Dropout>(0.25f), {Shape{3, 3, 5}}, 3, 1);
-  h.ctx.seed = 5;
-  h.ctx.step = 2;
-  h.ctx.sample_offset = 8;
+  h.step = {5, 2, 8};
   std::vector<float> x = h.inputs[0].to_vector(), y = h.forward().to_vector();
   Tensor dy = random_tensor(h.output.shape(), 2);
   h.backward(dy);
@@ -115,8 +110,7 @@ TEST_CASE("dropout backward applies the forward mask", "[dropout]") {
 TEST_CASE("dropout gradients match finite differences", "[dropout][gradcheck]") {
   for (int64_t batch : {1, 3}) {
     LayerHarness h(std::make_unique<Dropout>(0.4f), {Shape{3, 3, 5}}, batch, 3);
-    h.ctx.seed = 1;
-    h.ctx.step = 7;
+    h.step = {1, 7, 0};
     check_gradients(h, {.max_points = 1000});
     check_accumulate_mode(h);
   }
@@ -135,5 +129,6 @@ TEST_CASE("dropout rejects p outside 0 <= p < 1", "[dropout][errors]") {
                       Catch::Contains("dropout 'drop' (input [4], [4])") && Catch::Contains("one input"));
   Context ctx(Device::cpu());
   Tensor x = Tensor::zeros(Shape{2, 4}), y = Tensor::zeros(Shape{2, 5});
-  REQUIRE_THROWS_WITH(ops::dropout_forward(ctx, x, y, 0.5f, 0), Catch::Contains("dropout: shapes [2, 4] and [2, 5]"));
+  REQUIRE_THROWS_WITH(ops::dropout_forward(ctx, {}, x, y, 0.5f, 0),
+                      Catch::Contains("dropout: shapes [2, 4] and [2, 5]"));
 }

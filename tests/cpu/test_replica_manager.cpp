@@ -120,8 +120,8 @@ public:
   explicit FailingLayer(int64_t offset) : offset_(offset) {}
   std::string type() const override { return "failing"; }
   Shape output_shape(const std::vector<Shape>& in) const override { return in[0]; }
-  void forward(Context& ctx, const std::vector<Tensor>& in, Tensor& out, Mode) override {
-    if (ctx.sample_offset == offset_) LS_FAIL("injected failure");
+  void forward(Context&, const std::vector<Tensor>& in, Tensor& out, Mode, const StepInfo& step) override {
+    if (step.sample_offset == offset_) LS_FAIL("injected failure");
     out.copy_from(in[0]);
   }
   void backward(Context&, const std::vector<Tensor>&, const Tensor&, const Tensor& dy, std::vector<Tensor>& dx,

@@ -38,19 +38,15 @@ void compare(const std::vector<float>& gpu, const std::vector<float>& cpu, const
   require_close_scaled(gpu, cpu, kRtol, what);
 }
 
-void set_keys(Context& ctx) {
-  ctx.seed = 1234;
-  ctx.step = 7;
-  ctx.sample_offset = 5;
-}
+constexpr StepInfo kStep{1234, 7, 5};
 
 // Runs `make()` on both devices and compares everything it computes.
 void compare_layer(const LayerMaker& make, const std::vector<Shape>& shapes, int64_t batch, uint64_t seed,
                    float input_offset = 0.0f) {
   LayerHarness cpu(make(), shapes, batch, seed, Device::cpu());
   LayerHarness gpu(make(), shapes, batch, seed, Device::cuda(0));
-  set_keys(cpu.ctx);
-  set_keys(gpu.ctx);
+  cpu.step = kStep;
+  gpu.step = kStep;
   const std::string type = cpu.layer().type();
   INFO(type << " on batch " << batch << ", input " << shapes[0].str());
   if (input_offset != 0.0f)
@@ -180,17 +176,13 @@ TEST_CASE("gpu element-wise layers equal the cpu reference", "[gpu][layers][hand
 TEST_CASE("gpu dropout masks match the cpu bit for bit", "[gpu][layers][dropout][handwritten]") {
   // Ones in, so the output is exactly 0 or 1/(1-p) on both devices.
   Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0));
-  for (Context* ctx : {&cpu_ctx, &gpu_ctx}) {
-    ctx->seed = 99;
-    ctx->step = 3;
-    ctx->sample_offset = 11;
-  }
+  const StepInfo step{99, 3, 11};
   Shape shape{6, 3, 7, 5};
   Tensor x = Tensor::from_vector(shape, std::vector<float>(shape.numel(), 1.0f));
   Tensor gx = x.to(Device::cuda(0));
   Tensor y = Tensor::empty(shape), gy = Tensor::empty(shape, Device::cuda(0));
-  ops::dropout_forward(cpu_ctx, x, y, 0.4f, 17);
-  ops::dropout_forward(gpu_ctx, gx, gy, 0.4f, 17);
+  ops::dropout_forward(cpu_ctx, step, x, y, 0.4f, 17);
+  ops::dropout_forward(gpu_ctx, step, gx, gy, 0.4f, 17);
   std::vector<float> c = y.to_vector(), g = gy.to_vector();
   int64_t kept = 0;
   for (size_t i = 0; i < c.size(); ++i) {

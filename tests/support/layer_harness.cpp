@@ -58,7 +58,7 @@ LayerHarness::LayerHarness(std::unique_ptr<Layer> layer, std::vector<Shape> samp
 }
 
 Tensor& LayerHarness::forward(Mode mode) {
-  layer_->forward(ctx, inputs, output, mode);
+  layer_->forward(ctx, inputs, output, mode, step);
   return output;
 }
 

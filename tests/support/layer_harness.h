@@ -32,6 +32,7 @@ public:
 
   Layer& layer() { return *layer_; }
   Context ctx;
+  StepInfo step;  // the training step forward passes belong to (dropout keys its mask by it)
   std::vector<Tensor> inputs, input_grads;
   Tensor output;
   ParameterArenas arenas;

@@ -38,7 +38,7 @@
 #include "base/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_context.h"
 #include "kernels/cuda/sgd_cuda.h"
-#include "kernels/cuda/sgd_unfused_cuda.h"
+#include "bench/cuda/sgd_unfused_cuda.h"
 #endif
 
 using namespace lockstep;

@@ -4,10 +4,11 @@
 #include "ops/checks.h"
 #include "ops/dispatch.h"
 #include "kernels/cpu/conv_cpu.h"
+#include "kernels/cpu/tensor_ops_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
 #include "kernels/cuda/conv_cuda.h"
-#include "kernels/cuda/batchnorm_cuda.h"
+#include "kernels/cuda/tensor_ops_cuda.h"
 #endif
 
 namespace lockstep::ops {
@@ -85,16 +86,11 @@ void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
   LS_CHECK(dy.shape().rank() == 4, op, ": output gradient ", dy.shape().str(), " is not [N, O, OH, OW]");
   LS_CHECK(db.shape() == Shape{dy.dim(1)}, op, ": bias gradient ", db.shape().str(), " for output gradient ",
            dy.shape().str());
-  ConvGeometry g;
-  g.batch = dy.dim(0);
-  g.out_channels = dy.dim(1);
-  g.out_h = dy.dim(2);
-  g.out_w = dy.dim(3);
-  dispatch(op, ctx, [&] { cpu::conv2d_backward_bias(g, dy.data(), db.data()); },
+  const int64_t n = dy.dim(0), channels = dy.dim(1), spatial = dy.dim(2) * dy.dim(3);
+  dispatch(op, ctx, [&] { cpu::channel_sums(dy.data(), n, channels, spatial, db.data()); },
            LS_CUDA_TWIN(gpu, {
-             const int64_t spatial = g.out_h * g.out_w;
-             void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(g.batch, g.out_channels, spatial));
-             cuda::channel_sums(gpu.compute_stream, dy.data(), g.batch, g.out_channels, spatial, db.data(), scratch);
+             void* scratch = ctx.workspace(cuda::channel_sums_scratch_bytes(n, channels, spatial));
+             cuda::channel_sums(gpu.compute_stream, dy.data(), n, channels, spatial, db.data(), scratch);
            }));
 }
 

@@ -156,24 +156,5 @@ void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* 
   }
 }
 
-void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db) {
-  const int64_t pixels = g.column_cols();
-  for (int64_t o = 0; o < g.out_channels; ++o) {
-    // Independent float lanes per row vectorise; each row's total then joins a
-    // double, so a large batch of large images loses nothing to rounding.
-    double sum = 0.0;
-    for (int64_t n = 0; n < g.batch; ++n) {
-      const float* row = dy + n * g.out_sample() + o * pixels;
-      constexpr int lanes = 16;
-      float partial[lanes] = {};
-      int64_t p = 0;
-      for (; p + lanes <= pixels; p += lanes)
-        for (int l = 0; l < lanes; ++l) partial[l] += row[p + l];
-      for (; p < pixels; ++p) partial[0] += row[p];
-      for (float v : partial) sum += v;
-    }
-    db[o] = static_cast<float>(sum);
-  }
-}
 
 }  // namespace lockstep::cpu

@@ -30,7 +30,5 @@ void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w
                           float* scratch);
 // dw = sum over samples of dy_n * columns(x_n)^T (written).
 void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* scratch);
-// db[o] = sum of dy over samples and pixels of channel o (written).
-void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db);
 
 }  // namespace lockstep::cpu

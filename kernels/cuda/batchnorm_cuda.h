@@ -45,9 +45,4 @@ void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, in
 void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,
                               const float* biased_var, int64_t channels, int64_t values_per_channel, float momentum);
 
-// out[c] = the sum over n and spatial of x (a convolution's bias gradient),
-// summed in double in a fixed order; scratch as batchnorm_scratch_bytes.
-void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float* out,
-                  void* scratch);
-
 }  // namespace lockstep::cuda

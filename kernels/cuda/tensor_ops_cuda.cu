@@ -7,6 +7,7 @@
 
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
+#include "kernels/cuda/channel_reduce.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"
@@ -128,6 +129,23 @@ void sum_buffers(cudaStream_t stream, const float* const* srcs, int count, float
   for (int r = 0; r < count; ++r) list.at[r] = srcs[r];
   LS_LAUNCH(grid_for(end - begin), kThreads, 0, stream, sum_buffers_kernel)(list, count, dst, begin, end);
   LS_CUDA_CHECK_LAUNCH("sum_buffers");
+}
+
+size_t channel_sums_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
+  const channel_reduce::Layout l = channel_reduce::layout_for(n, channels, spatial);
+  return (sizeof(double) * static_cast<size_t>(l.channels * l.splits) + 15) / 16 * 16;
+}
+
+void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float* out,
+                  void* scratch) {
+  using namespace channel_reduce;
+  if (channels <= 0) return;
+  const Layout l = layout_for(n, channels, spatial);
+  auto* partial = static_cast<double*>(scratch);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_sums)(x, l, partial);
+  LS_CUDA_CHECK_LAUNCH("run_sums");
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_sums)(l, partial, out);
+  LS_CUDA_CHECK_LAUNCH("finish_sums");
 }
 
 }  // namespace lockstep::cuda

@@ -5,6 +5,7 @@
 // stream first and queues its work there.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace lockstep::cuda {
@@ -21,6 +22,13 @@ void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t 
 void fill_rows(cudaStream_t stream, float* y, const float* bias, int64_t rows, int64_t cols);
 // out[c] = the sum over rows of x[r, c], x [rows, cols]; in double, rows in order.
 void column_sums(cudaStream_t stream, const float* x, int64_t rows, int64_t cols, float* out);
+
+// Device scratch (bytes, 16-byte aligned) channel_sums needs for this shape.
+size_t channel_sums_scratch_bytes(int64_t n, int64_t channels, int64_t spatial);
+// out[c] = the sum over n and spatial of x [n, channels, spatial] (a
+// convolution's bias gradient), summed in double in a fixed order.
+void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float* out,
+                  void* scratch);
 
 // The most buffers sum_buffers takes in one call.
 constexpr int kMaxSummedBuffers = 64;

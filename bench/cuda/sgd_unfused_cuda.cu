@@ -1,6 +1,6 @@
 // Four passes over the arenas (see the header); Nesterov is left out, as the
 // benchmark compares the plain update.
-#include "kernels/cuda/sgd_unfused_cuda.h"
+#include "bench/cuda/sgd_unfused_cuda.h"
 
 #include "base/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"

@@ -1,5 +1,6 @@
 #include "layers/models.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/error.h"
@@ -26,15 +27,36 @@ std::string conv_bn(Graph& g, const std::string& name, const std::string& input,
   return out;
 }
 
-// Basic residual block: conv3-bn-relu-conv3-bn + shortcut, relu.
-std::string basic_block(Graph& g, const std::string& name, const std::string& input, int64_t in_channels,
-                        int64_t channels, int stride) {
-  std::string a = conv_bn(g, name + ".a", input, channels, 3, stride, 1, true);
-  std::string b = conv_bn(g, name + ".b", a, channels, 3, 1, 1, false);
-  std::string shortcut = input;
-  if (stride != 1 || in_channels != channels) shortcut = conv_bn(g, name + ".down", input, channels, 1, stride, 0, false);
-  g.add(name + ".add", std::make_unique<Add>(), {b, shortcut});
+// The shortcut of a residual block: the block's input, or 1x1 conv + bn where the shape changes (option B).
+std::string shortcut(Graph& g, const std::string& name, const std::string& input, int64_t in_channels,
+                     int64_t out_channels, int stride) {
+  if (stride == 1 && in_channels == out_channels) return input;
+  return conv_bn(g, name + ".down", input, out_channels, 1, stride, 0, false);
+}
+
+std::string residual_join(Graph& g, const std::string& name, const std::string& branch, const std::string& skip) {
+  g.add(name + ".add", std::make_unique<Add>(), {branch, skip});
   return g.then(name + ".relu", std::make_unique<ReLU>());
+}
+
+// Basic residual block: conv3-bn-relu-conv3-bn + shortcut, relu. Returns its output channels.
+int64_t basic_block(Graph& g, const std::string& name, std::string& x, int64_t in_channels, int64_t width, int stride) {
+  std::string a = conv_bn(g, name + ".a", x, width, 3, stride, 1, true);
+  std::string b = conv_bn(g, name + ".b", a, width, 3, 1, 1, false);
+  x = residual_join(g, name, b, shortcut(g, name, x, in_channels, width, stride));
+  return width;
+}
+
+// Bottleneck block as torchvision's (v1.5): 1x1 reduce, 3x3 carrying the
+// stride, 1x1 expand to 4x the width, + shortcut, relu.
+int64_t bottleneck_block(Graph& g, const std::string& name, std::string& x, int64_t in_channels, int64_t width,
+                         int stride) {
+  const int64_t out_channels = 4 * width;
+  std::string a = conv_bn(g, name + ".a", x, width, 1, 1, 0, true);
+  std::string b = conv_bn(g, name + ".b", a, width, 3, stride, 1, true);
+  std::string c = conv_bn(g, name + ".c", b, out_channels, 1, 1, 0, false);
+  x = residual_join(g, name, c, shortcut(g, name, x, in_channels, out_channels, stride));
+  return out_channels;
 }
 
 std::string classifier_head(Graph& g, int64_t classes) {
@@ -43,40 +65,93 @@ std::string classifier_head(Graph& g, int64_t classes) {
   return g.then("fc", std::make_unique<Linear>(classes));
 }
 
-void resnet(Graph& g, int64_t stem_channels, const std::vector<int64_t>& widths, int blocks_per_stage,
-            int64_t classes) {
-  std::string x = conv_bn(g, "stem", "input", stem_channels, 3, 1, 1, true);
-  int64_t in = stem_channels;
-  for (size_t s = 0; s < widths.size(); ++s)
-    for (int b = 0; b < blocks_per_stage; ++b) {
-      int stride = (s > 0 && b == 0) ? 2 : 1;
-      x = basic_block(g, "stage" + std::to_string(s + 1) + "." + std::to_string(b), x, in, widths[s], stride);
-      in = widths[s];
+struct ResNetLayout {
+  int64_t stem_channels;
+  std::vector<int64_t> widths;  // per stage
+  std::vector<int> blocks;      // per stage
+  bool bottleneck;
+  bool imagenet_stem;  // 7x7 stride-2 conv + 3x3 stride-2 max pool, else the CIFAR 3x3 stride-1 conv
+};
+
+void resnet(Graph& g, const std::string& from, const ResNetLayout& layout, int64_t classes) {
+  std::string x;
+  if (layout.imagenet_stem) {
+    conv_bn(g, "stem", from, layout.stem_channels, 7, 2, 3, true);
+    x = g.then("stem.pool", std::make_unique<MaxPool2d>(3, 2, 1));
+  } else {
+    x = conv_bn(g, "stem", from, layout.stem_channels, 3, 1, 1, true);
+  }
+  int64_t in = layout.stem_channels;
+  for (size_t s = 0; s < layout.widths.size(); ++s)
+    for (int b = 0; b < layout.blocks[s]; ++b) {
+      const int stride = (s > 0 && b == 0) ? 2 : 1;
+      const std::string name = "stage" + std::to_string(s + 1) + "." + std::to_string(b);
+      in = layout.bottleneck ? bottleneck_block(g, name, x, in, layout.widths[s], stride)
+                             : basic_block(g, name, x, in, layout.widths[s], stride);
     }
   classifier_head(g, classes);
 }
 
-void vgg11_bn(Graph& g, const Shape& input, int64_t classes) {
-  const std::vector<int64_t> cfg = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};  // 0 = max pool
-  std::string x = "input";
+// VGG's convolutions, 3x3 'same' (0 in the list: a 2x2 max pool). Inputs too
+// small for every pool (32x32 has four halvings in it, 28x28 three) skip the
+// pools that would go below 1x1, so the flatten size follows the input.
+const std::vector<int64_t> vgg11_convs = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};
+const std::vector<int64_t> vgg16_convs = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
+
+void vgg_features(Graph& g, const std::string& from, const Shape& input, const std::vector<int64_t>& convs,
+                  bool batch_norm) {
+  std::string x = from;
   int64_t size = std::min(input[1], input[2]);
   int conv = 0, pool = 0;
-  for (int64_t c : cfg) {
+  for (int64_t c : convs) {
     if (c == 0) {
-      // Small inputs (28x28) run out of pixels before the fifth pool: skip pools below 2x2.
       if (size < 2) continue;
       x = g.then("pool" + std::to_string(++pool), std::make_unique<MaxPool2d>(2, 2));
       size /= 2;
-    } else {
-      x = conv_bn(g, "conv" + std::to_string(++conv), x, c, 3, 1, 1, true);
+      continue;
     }
+    const std::string name = "conv" + std::to_string(++conv);
+    if (batch_norm) {
+      x = conv_bn(g, name, x, c, 3, 1, 1, true);
+    } else {
+      // Without batch norm the convolution keeps its bias (torchvision's vgg16).
+      g.add(name + ".conv", std::make_unique<Conv2d>(c, 3, 1, 1, true, Init::fan_out_normal), {x});
+      x = g.then(name + ".relu", std::make_unique<ReLU>());
+    }
+  }
+}
+
+// Flatten, then Linear + ReLU per hidden width, with dropout 0.5 after the
+// 4096-wide ones (torchvision's VGG classifier), then Linear to the classes.
+void vgg_classifier(Graph& g, const std::vector<int64_t>& hidden, int64_t classes, const ModelOptions& options) {
+  g.then("flatten", std::make_unique<Flatten>());
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    const std::string name = "fc" + std::to_string(i + 1);
+    g.then(name, std::make_unique<Linear>(hidden[i]));
+    g.then(name + ".relu", std::make_unique<ReLU>());
+    if (options.dropout && hidden[i] == 4096) g.then(name + ".drop", std::make_unique<Dropout>(0.5f));
+  }
+  g.then("fc", std::make_unique<Linear>(classes));
+}
+
+// Three blocks of eight conv3-bn-relu (16, 32, 64 channels), 2x2 max pools between them.
+void deep_cnn(Graph& g, const std::string& from, int64_t classes) {
+  std::string x = from;
+  const std::vector<int64_t> widths = {16, 32, 64};
+  for (size_t b = 0; b < widths.size(); ++b) {
+    if (b > 0) x = g.then("pool" + std::to_string(b), std::make_unique<MaxPool2d>(2, 2));
+    for (int i = 0; i < 8; ++i)
+      x = conv_bn(g, "block" + std::to_string(b + 1) + "." + std::to_string(i), x, widths[b], 3, 1, 1, true);
   }
   classifier_head(g, classes);
 }
 
 }  // namespace
 
-std::vector<std::string> model_names() { return {"mlp", "simple-cnn", "resnet18", "resnet20", "vgg11-bn"}; }
+std::vector<std::string> model_names() {
+  return {"mlp",      "simple-cnn", "resnet18", "resnet20", "resnet50",
+          "vgg11-bn", "vgg16",      "vgg16-bn", "vgg-f",    "deep-cnn"};
+}
 
 std::string model_spec(const std::string& name, const Shape& input, int64_t classes, const ModelOptions& options) {
   std::ostringstream s;
@@ -85,39 +160,57 @@ std::string model_spec(const std::string& name, const Shape& input, int64_t clas
   return s.str();
 }
 
-std::unique_ptr<Graph> build_model(const std::string& name, const Shape& input, int64_t classes,
-                                   const ModelOptions& options) {
+void add_model_layers(Graph& g, const std::string& name, const std::string& from, const Shape& input, int64_t classes,
+                      const ModelOptions& options) {
   LS_CHECK(input.rank() == 3 && input.numel() > 0, "model ", name, " takes a [C, H, W] input, got ", input.str());
-  auto g = std::make_unique<Graph>(input, classes, model_spec(name, input, classes, options));
   if (name == "mlp") {
-    g->then("flatten", std::make_unique<Flatten>());
-    g->then("fc1", std::make_unique<Linear>(256));
-    g->then("relu1", std::make_unique<ReLU>());
-    if (options.dropout) g->then("drop1", std::make_unique<Dropout>(0.2f));
-    g->then("fc2", std::make_unique<Linear>(256));
-    g->then("relu2", std::make_unique<ReLU>());
-    g->then("fc3", std::make_unique<Linear>(classes));
+    g.add("flatten", std::make_unique<Flatten>(), {from});
+    g.then("fc1", std::make_unique<Linear>(256));
+    g.then("relu1", std::make_unique<ReLU>());
+    if (options.dropout) g.then("drop1", std::make_unique<Dropout>(0.2f));
+    g.then("fc2", std::make_unique<Linear>(256));
+    g.then("relu2", std::make_unique<ReLU>());
+    g.then("fc3", std::make_unique<Linear>(classes));
   } else if (name == "simple-cnn") {
-    g->then("conv1", std::make_unique<Conv2d>(64, 3));
-    g->then("relu1", std::make_unique<ReLU>());
-    g->then("pool1", std::make_unique<MaxPool2d>(2, 2));
-    g->then("conv2", std::make_unique<Conv2d>(128, 3));
-    g->then("relu2", std::make_unique<ReLU>());
-    g->then("pool2", std::make_unique<MaxPool2d>(2, 2));
-    g->then("flatten", std::make_unique<Flatten>());
-    if (options.dropout) g->then("drop", std::make_unique<Dropout>(0.5f));
-    g->then("fc", std::make_unique<Linear>(classes));
+    g.add("conv1", std::make_unique<Conv2d>(64, 3), {from});
+    g.then("relu1", std::make_unique<ReLU>());
+    g.then("pool1", std::make_unique<MaxPool2d>(2, 2));
+    g.then("conv2", std::make_unique<Conv2d>(128, 3));
+    g.then("relu2", std::make_unique<ReLU>());
+    g.then("pool2", std::make_unique<MaxPool2d>(2, 2));
+    g.then("flatten", std::make_unique<Flatten>());
+    if (options.dropout) g.then("drop", std::make_unique<Dropout>(0.5f));
+    g.then("fc", std::make_unique<Linear>(classes));
   } else if (name == "resnet18") {
-    resnet(*g, 64, {64, 128, 256, 512}, 2, classes);
+    resnet(g, from, {64, {64, 128, 256, 512}, {2, 2, 2, 2}, false, false}, classes);
   } else if (name == "resnet20") {
-    resnet(*g, 16, {16, 32, 64}, 3, classes);
+    resnet(g, from, {16, {16, 32, 64}, {3, 3, 3}, false, false}, classes);
+  } else if (name == "resnet50") {
+    const bool imagenet_stem = std::min(input[1], input[2]) >= 64;
+    resnet(g, from, {64, {64, 128, 256, 512}, {3, 4, 6, 3}, true, imagenet_stem}, classes);
   } else if (name == "vgg11-bn") {
-    vgg11_bn(*g, input, classes);
+    vgg_features(g, from, input, vgg11_convs, true);
+    classifier_head(g, classes);
+  } else if (name == "vgg16" || name == "vgg16-bn") {
+    vgg_features(g, from, input, vgg16_convs, name == "vgg16-bn");
+    vgg_classifier(g, {4096, 4096}, classes, options);
+  } else if (name == "vgg-f") {
+    vgg_features(g, from, input, vgg16_convs, false);
+    vgg_classifier(g, {4096, 4096, 1024, 256}, classes, options);
+  } else if (name == "deep-cnn") {
+    deep_cnn(g, from, classes);
   } else {
     std::string known;
     for (auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
     LS_FAIL("unknown model '", name, "': expected one of ", known);
   }
+}
+
+std::unique_ptr<Graph> build_model(const std::string& name, const Shape& input, int64_t classes,
+                                   const ModelOptions& options) {
+  LS_CHECK(input.rank() == 3 && input.numel() > 0, "model ", name, " takes a [C, H, W] input, got ", input.str());
+  auto g = std::make_unique<Graph>(input, classes, model_spec(name, input, classes, options));
+  add_model_layers(*g, name, "input", input, classes, options);
   return g;
 }
 

@@ -23,7 +23,10 @@ int main(int argc, char** argv) {
   };
   flag(train_cmd->add_option("--data", train.data, "data set: IDX or CIFAR-10 folder, or image folder"), "--data");
   flag(train_cmd->add_option("--test-data", train.test_data, "separate test set"), "--test-data");
-  flag(train_cmd->add_option("--model", train.model, "mlp, simple-cnn, resnet18, resnet20 or vgg11-bn"), "--model");
+  flag(train_cmd->add_option(
+           "--model", train.model,
+           "mlp, simple-cnn, resnet18, resnet20, resnet50, vgg11-bn, vgg16, vgg16-bn, vgg-f or deep-cnn"),
+       "--model");
   flag(train_cmd->add_option("--epochs", train.epochs, "epochs to train")->check(CLI::PositiveNumber), "--epochs");
   flag(train_cmd->add_option("--batch", train.batch, "global mini-batch size")->check(CLI::PositiveNumber), "--batch");
   flag(train_cmd->add_option("--batch-per-device", train.batch_per_device, "mini-batch per replica (instead of --batch)")

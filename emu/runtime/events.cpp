@@ -16,6 +16,27 @@ bool valid_event(cudaEvent_t e) { return all_events().count(e) != 0; }
 
 using namespace lockstep::emu::detail;
 
+namespace {
+// What an event waits for, read under the runtime's lock; a query or a wait
+// while the event belongs to a capture is refused and ends the capture. No
+// timeline: never recorded, which counts as complete.
+struct RecordedEvent {
+  std::shared_ptr<Timeline> timeline;
+  uint64_t target = 0;
+  int device = 0;
+};
+cudaError_t recorded_event(cudaEvent_t e, RecordedEvent& out) {
+  std::lock_guard lock(runtime_mutex());
+  if (!valid_event(e)) return record(cudaErrorInvalidResourceHandle);
+  if (e->capture) {
+    invalidate_locked(e->capture);
+    return record(cudaErrorStreamCaptureUnsupported);
+  }
+  if (e->timeline) out = {e->timeline, e->target, e->device};
+  return cudaSuccess;
+}
+}  // namespace
+
 extern "C" {
 
 cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
@@ -79,40 +100,18 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t stream, unsigne
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t e) {
-  std::shared_ptr<Timeline> tl;
-  uint64_t target;
-  int dev;
-  {
-    std::lock_guard lock(runtime_mutex());
-    if (!valid_event(e)) return record(cudaErrorInvalidResourceHandle);
-    if (e->capture) {
-      invalidate_locked(e->capture);
-      return record(cudaErrorStreamCaptureUnsupported);
-    }
-    if (!e->timeline) return cudaSuccess;  // never recorded: complete
-    tl = e->timeline, target = e->target, dev = e->device;
-  }
-  if (int sticky = device(dev).sticky.load(); sticky != cudaSuccess) return record(static_cast<cudaError_t>(sticky));
-  return tl->reached(target) ? cudaSuccess : cudaErrorNotReady;
+  RecordedEvent r;
+  if (cudaError_t status = recorded_event(e, r); status != cudaSuccess || !r.timeline) return status;
+  if (int sticky = device(r.device).sticky.load(); sticky != cudaSuccess) return record(static_cast<cudaError_t>(sticky));
+  return r.timeline->reached(r.target) ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  std::shared_ptr<Timeline> tl;
-  uint64_t target;
-  int dev;
-  {
-    std::lock_guard lock(runtime_mutex());
-    if (!valid_event(e)) return record(cudaErrorInvalidResourceHandle);
-    if (e->capture) {
-      invalidate_locked(e->capture);
-      return record(cudaErrorStreamCaptureUnsupported);
-    }
-    if (!e->timeline) return cudaSuccess;
-    tl = e->timeline, target = e->target, dev = e->device;
-  }
-  tl->wait_for(target);
+  RecordedEvent r;
+  if (cudaError_t status = recorded_event(e, r); status != cudaSuccess || !r.timeline) return status;
+  r.timeline->wait_for(r.target);
   count_host_sync();
-  return record(static_cast<cudaError_t>(device(dev).sticky.load()));
+  return record(static_cast<cudaError_t>(device(r.device).sticky.load()));
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {

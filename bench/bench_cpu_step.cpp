@@ -8,9 +8,10 @@
 // batch; the figure is the median step time after the warm-up steps. With
 // --peer, bench/peers/pytorch_train.py runs the same configuration with
 // /usr/bin/python3 (Debian's torch) and the table shows the ratio. Threads:
-// OpenBLAS's pool on our side (our other CPU loops are single-threaded), and
-// torch.set_num_threads on PyTorch's (its intra-op pool, BLAS and oneDNN
-// included); both get --threads, by default the number of hardware threads.
+// lockstep's CPU compute pool on our side (every loop and GEMM, OpenBLAS one
+// thread per call inside it), and torch.set_num_threads on PyTorch's (its
+// intra-op pool, BLAS and oneDNN included); both get --threads, by default
+// the number of hardware threads.
 #include <cblas.h>
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 
 #include "base/error.h"
 #include "distributed/replica_manager.h"
+#include "kernels/cpu/thread_pool.h"
 #include "layers/models.h"
 
 using namespace lockstep;
@@ -104,7 +106,7 @@ double median(std::vector<double> v) {
 }
 
 json run_ours(const Options& o) {
-  openblas_set_num_threads(o.threads);
+  cpu::set_compute_threads(o.threads);  // our pool; OpenBLAS one thread per call inside it
   const std::string spec = model_spec(o.model, o.input, o.classes, {});
   ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, {Device::cpu()});
 
@@ -136,7 +138,7 @@ json run_ours(const Options& o) {
               {"model", o.model},
               {"batch", o.batch},
               {"device", "cpu"},
-              {"threads", openblas_get_num_threads()},
+              {"threads", cpu::compute_threads()},
               {"blas", openblas_get_config()},
               {"parameters", params},
               {"warmup", o.warmup},
@@ -194,7 +196,7 @@ int main(int argc, char** argv) {
           ours["step_seconds_median"].get<double>() / peer["step_seconds_median"].get<double>();
     }
 
-    std::printf("\n%s, batch %ld of %ldx%ldx%ld, CPU, %d thread(s) each (OpenBLAS threads / torch.set_num_threads)\n\n",
+    std::printf("\n%s, batch %ld of %ldx%ldx%ld, CPU, %d thread(s) each (lockstep compute pool / torch.set_num_threads)\n\n",
                 o.model.c_str(), long(o.batch), long(o.input[0]), long(o.input[1]), long(o.input[2]), o.threads);
     std::printf("| engine | step (median) | images/s | time vs PyTorch |\n|---|---:|---:|---:|\n");
     auto row = [&](const char* name, const json& r) {

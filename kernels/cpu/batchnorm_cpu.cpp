@@ -1,6 +1,11 @@
 #include "kernels/cpu/batchnorm_cpu.h"
 
+#include <algorithm>
+#include <array>
+
 #include "kernels/bn_math.h"
+#include "kernels/cpu/lane_sums.h"
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/elementwise_math.h"
 
 namespace lockstep::cpu {
@@ -8,66 +13,67 @@ namespace lockstep::cpu {
 void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
                            float* var, float* inv_std) {
   const int64_t count = n * spatial;
-  for (int64_t c = 0; c < channels; ++c) {
-    double sum = 0.0;
+  parallel_items(channels, count, [&](int64_t c) {
+    // One pass over the channel, shifted by its first value: the sums of
+    // d = x - shift and d^2 stay of the order of the spread, not of the mean,
+    // so E[d^2] - E[d]^2 keeps its precision when the mean is 1000 times the
+    // standard deviation.
+    const float shift = count > 0 ? x[c * spatial] : 0.0f;
+    double sums[2] = {0.0, 0.0};  // of d and d^2
     for (int64_t i = 0; i < n; ++i) {
       const float* plane = x + (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j) sum += plane[j];
+      add_lane_sums<2>(spatial, [&](int64_t j) {
+        const float d = plane[j] - shift;
+        return std::array<float, 2>{d, d * d};
+      }, sums);
     }
-    const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
-    double squares = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* plane = x + (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j) {
-        const double d = plane[j] - m;
-        squares += d * d;
-      }
-    }
-    mean[c] = static_cast<float>(m);
-    var[c] = count > 0 ? static_cast<float>(squares / static_cast<double>(count)) : 0.0f;
+    const double sum = sums[0], squares = sums[1];
+    const double mean_d = count > 0 ? sum / static_cast<double>(count) : 0.0;
+    const double var_d = count > 0 ? std::max(0.0, squares / static_cast<double>(count) - mean_d * mean_d) : 0.0;
+    mean[c] = static_cast<float>(shift + mean_d);
+    var[c] = static_cast<float>(var_d);
     inv_std[c] = bn_inv_std(var[c], eps);
-  }
+  });
 }
 
 void batchnorm_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
                          const float* inv_std, const float* gamma, const float* beta, float* y) {
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t c = 0; c < channels; ++c) {
-      const int64_t base = (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j)
-        y[base + j] = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
-    }
+  // One item per (sample, channel) plane.
+  parallel_items(n * channels, spatial, [&](int64_t plane) {
+    const int64_t c = plane % channels, base = plane * spatial;
+    for (int64_t j = 0; j < spatial; ++j) y[base + j] = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
+  });
 }
 
 void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* running_mean,
                             const float* running_var, float eps, const float* gamma, const float* beta, float* y) {
-  for (int64_t c = 0; c < channels; ++c) {
+  parallel_items(channels, n * spatial, [&](int64_t c) {
     const float inv_std = bn_inv_std(running_var[c], eps);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t base = (i * channels + c) * spatial;
       for (int64_t j = 0; j < spatial; ++j)
         y[base + j] = bn_normalize(x[base + j], running_mean[c], inv_std, gamma[c], beta[c]);
     }
-  }
+  });
 }
 
 void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
                         const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
                         float* dx, bool accumulate) {
   const int64_t count = n * spatial;
-  for (int64_t c = 0; c < channels; ++c) {
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  parallel_items(channels, 3 * count, [&](int64_t c) {
+    double sums[2] = {0.0, 0.0};  // of dy and dy * xhat
     for (int64_t i = 0; i < n; ++i) {
       const int64_t base = (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j) {
-        const double xhat = (x[base + j] - mean[c]) * inv_std[c];
-        sum_dy += dy[base + j];
-        sum_dy_xhat += dy[base + j] * xhat;
-      }
+      add_lane_sums<2>(spatial, [&](int64_t j) {
+        const float g = dy[base + j];
+        return std::array<float, 2>{g, g * ((x[base + j] - mean[c]) * inv_std[c])};
+      }, sums);
     }
+    const double sum_dy = sums[0], sum_dy_xhat = sums[1];
     dbeta[c] = static_cast<float>(sum_dy);
     dgamma[c] = static_cast<float>(sum_dy_xhat);
-    if (!dx || count == 0) continue;
+    if (!dx || count == 0) return;
     const float mean_dy = static_cast<float>(sum_dy / static_cast<double>(count));
     const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / static_cast<double>(count));
     for (int64_t i = 0; i < n; ++i) {
@@ -78,7 +84,7 @@ void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t chan
                    accumulate);
       }
     }
-  }
+  });
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

@@ -5,9 +5,10 @@
 
 namespace lockstep::cpu {
 
-// Per-channel mean and biased variance over the n * spatial values, in two
-// passes (the variance around the mean) with double accumulators, and
-// inv_std = 1 / sqrt(var + eps). An empty batch gives mean = var = 0.
+// Per-channel mean and biased variance over the n * spatial values, in one
+// pass of sums shifted by the channel's first value (precise for means far
+// larger than the spread), and inv_std = 1 / sqrt(var + eps). An empty batch
+// gives mean = var = 0.
 void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
                            float* var, float* inv_std);
 

@@ -1,9 +1,10 @@
 #include "kernels/cpu/conv_cpu.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstring>
+
+#include "kernels/cpu/gemm_cpu.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace lockstep::cpu {
 
@@ -21,9 +22,8 @@ Span valid_outputs(int64_t offset, int64_t stride, int64_t extent, int64_t outpu
   return {std::min(lo, hi), hi};
 }
 
-int blas_int(int64_t v) { return static_cast<int>(v); }
-
-// Column matrices of up to this many floats (16 MiB) per chunk.
+// Column matrices of up to this many floats (16 MiB) per chunk, shared out
+// over the parts that run side by side.
 constexpr int64_t chunk_budget_floats = int64_t(4) << 20;
 
 // Copies each sample's [O, P] block of `nchw` (samples n0..n0+S) into the
@@ -35,16 +35,42 @@ void to_chunk(const ConvGeometry& g, const float* nchw, int64_t samples, float* 
       std::memcpy(chunk + o * ld + s * p, nchw + s * g.out_sample() + o * p, sizeof(float) * p);
 }
 
+// The samples are shared out over the pool's parts, each with its own slice
+// of the scratch: a part unfolds, multiplies and folds its samples alone, so
+// no part waits for another and OpenBLAS runs single-threaded inside each.
+int conv_parts(const ConvGeometry& g) { return parallel_parts(g.batch, 1); }
+
+// Per part: the column matrix of a chunk, its [O, S*P] product, and a private
+// weight gradient [O, CKK] (backward filter).
+int64_t part_scratch_floats(const ConvGeometry& g) {
+  return conv_chunk_samples(g) * g.column_cols() * (g.column_rows() + g.out_channels) + g.weight_numel();
+}
+
+// Runs body(n0, samples, columns, product) for every chunk of samples of the
+// batch, the chunks of one part in order on one thread.
+template <class Body>
+void for_each_chunk(const ConvGeometry& g, float* scratch, Body body) {
+  const int64_t chunk = conv_chunk_samples(g), rows = g.column_rows(), pixels = g.column_cols();
+  const int64_t per_part = part_scratch_floats(g);
+  parallel_for(g.batch, 1, [&](int64_t begin, int64_t end, int part) {
+    float* mine = scratch + part * per_part;
+    for (int64_t n0 = begin; n0 < end; n0 += chunk) {
+      const int64_t samples = std::min(chunk, end - n0);
+      body(n0, samples, mine, mine + rows * samples * pixels, part);
+    }
+  });
+}
+
 }  // namespace
 
 int64_t conv_chunk_samples(const ConvGeometry& g) {
-  int64_t per_sample = std::max<int64_t>(1, g.column_rows() * g.column_cols());
-  return std::clamp<int64_t>(chunk_budget_floats / per_sample, 1, std::max<int64_t>(g.batch, 1));
+  const int64_t parts = conv_parts(g);
+  const int64_t per_sample = std::max<int64_t>(1, g.column_rows() * g.column_cols());
+  const int64_t samples_per_part = (std::max<int64_t>(g.batch, 1) + parts - 1) / parts;
+  return std::clamp<int64_t>(chunk_budget_floats / parts / per_sample, 1, samples_per_part);
 }
 
-int64_t conv_scratch_floats(const ConvGeometry& g) {
-  return conv_chunk_samples(g) * g.column_cols() * (g.column_rows() + g.out_channels);
-}
+int64_t conv_scratch_floats(const ConvGeometry& g) { return conv_parts(g) * part_scratch_floats(g); }
 
 void im2col(const ConvGeometry& g, const float* image, float* columns, int64_t row_stride) {
   const int64_t k = g.kernel, s = g.stride, oh_n = g.out_h, ow_n = g.out_w;
@@ -103,15 +129,12 @@ void col2im_add(const ConvGeometry& g, const float* columns, int64_t row_stride,
 
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y,
                     float* scratch) {
-  const int64_t rows = g.column_rows(), pixels = g.column_cols(), chunk = conv_chunk_samples(g);
-  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
-    const int64_t samples = std::min(chunk, g.batch - n0), ld = samples * pixels;
-    float* columns = scratch;
-    float* product = scratch + rows * ld;
+  const int64_t rows = g.column_rows(), pixels = g.column_cols();
+  for_each_chunk(g, scratch, [&](int64_t n0, int64_t samples, float* columns, float* product, int) {
+    const int64_t ld = samples * pixels;
     for (int64_t s = 0; s < samples; ++s) im2col(g, x + (n0 + s) * g.in_sample(), columns + s * pixels, ld);
     // product [O, S*P] = w [O, CKK] * columns [CKK, S*P]
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(g.out_channels), blas_int(ld), blas_int(rows),
-                1.0f, w, blas_int(rows), columns, blas_int(ld), 0.0f, product, blas_int(ld));
+    sgemm(false, false, g.out_channels, ld, rows, 1.0f, w, rows, columns, ld, 0.0f, product, ld);
     for (int64_t s = 0; s < samples; ++s)
       for (int64_t o = 0; o < g.out_channels; ++o) {
         const float* src = product + o * ld + s * pixels;
@@ -119,42 +142,48 @@ void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const
         const float b = bias ? bias[o] : 0.0f;
         for (int64_t p = 0; p < pixels; ++p) dst[p] = src[p] + b;
       }
-  }
+  });
 }
 
 void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx, bool accumulate,
                           float* scratch) {
-  const int64_t rows = g.column_rows(), pixels = g.column_cols(), chunk = conv_chunk_samples(g);
-  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
-    const int64_t samples = std::min(chunk, g.batch - n0), ld = samples * pixels;
-    float* columns = scratch;
-    float* dy_chunk = scratch + rows * ld;
+  const int64_t rows = g.column_rows(), pixels = g.column_cols();
+  for_each_chunk(g, scratch, [&](int64_t n0, int64_t samples, float* columns, float* dy_chunk, int) {
+    const int64_t ld = samples * pixels;
     to_chunk(g, dy + n0 * g.out_sample(), samples, dy_chunk);
     // dcolumns [CKK, S*P] = w^T [CKK, O] * dy [O, S*P]
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(rows), blas_int(ld), blas_int(g.out_channels), 1.0f,
-                w, blas_int(rows), dy_chunk, blas_int(ld), 0.0f, columns, blas_int(ld));
+    sgemm(true, false, rows, ld, g.out_channels, 1.0f, w, rows, dy_chunk, ld, 0.0f, columns, ld);
     for (int64_t s = 0; s < samples; ++s) {
       float* dxn = dx + (n0 + s) * g.in_sample();
       if (!accumulate) std::fill(dxn, dxn + g.in_sample(), 0.0f);
       col2im_add(g, columns + s * pixels, ld, dxn);
     }
-  }
+  });
 }
 
 void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* scratch) {
-  const int64_t rows = g.column_rows(), pixels = g.column_cols(), chunk = conv_chunk_samples(g);
-  if (g.batch == 0) std::fill(dw, dw + g.weight_numel(), 0.0f);
-  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
-    const int64_t samples = std::min(chunk, g.batch - n0), ld = samples * pixels;
-    float* columns = scratch;
-    float* dy_chunk = scratch + rows * ld;
+  const int64_t rows = g.column_rows(), pixels = g.column_cols(), weights = g.weight_numel();
+  const int64_t per_part = part_scratch_floats(g);
+  const int parts = conv_parts(g);
+  // Part p sums its samples' gradient into its own [O, CKK] (part 0 straight
+  // into dw); the parts are then added in part order, so the result depends
+  // on the thread count but not on timing.
+  auto part_dw = [&](int part) { return part == 0 ? dw : scratch + part * per_part + per_part - weights; };
+  for (int p = 0; p < parts; ++p) std::fill(part_dw(p), part_dw(p) + weights, 0.0f);
+  for_each_chunk(g, scratch, [&](int64_t n0, int64_t samples, float* columns, float* dy_chunk, int part) {
+    const int64_t ld = samples * pixels;
     for (int64_t s = 0; s < samples; ++s) im2col(g, x + (n0 + s) * g.in_sample(), columns + s * pixels, ld);
     to_chunk(g, dy + n0 * g.out_sample(), samples, dy_chunk);
-    // dw [O, CKK] (+)= dy [O, S*P] * columns^T [S*P, CKK]; the first chunk writes.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(g.out_channels), blas_int(rows), blas_int(ld), 1.0f,
-                dy_chunk, blas_int(ld), columns, blas_int(ld), n0 == 0 ? 0.0f : 1.0f, dw, blas_int(rows));
-  }
+    // dw_part [O, CKK] += dy [O, S*P] * columns^T [S*P, CKK]
+    sgemm(false, true, g.out_channels, rows, ld, 1.0f, dy_chunk, ld, columns, ld, 1.0f, part_dw(part), rows);
+  });
+  if (parts > 1)
+    parallel_for(weights, 4096, [&](int64_t begin, int64_t end, int) {
+      for (int p = 1; p < parts; ++p) {
+        const float* src = part_dw(p);
+        for (int64_t i = begin; i < end; ++i) dw[i] += src[i];
+      }
+    });
 }
-
 
 }  // namespace lockstep::cpu

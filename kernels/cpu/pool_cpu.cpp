@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/elementwise_math.h"
 
 namespace lockstep::cpu {
@@ -40,37 +41,40 @@ void prepare_grad(float* dx, int64_t n, bool accumulate) {
 
 void max_pool2d_forward(const float* x, float* y, const PoolGeometry& g) {
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  for (int64_t p = 0; p < g.planes; ++p) {
+  parallel_items(g.planes, in_plane, [&](int64_t p) {
     const float* plane = x + p * in_plane;
     for (int64_t oh = 0; oh < g.out_h; ++oh)
       for (int64_t ow = 0; ow < g.out_w; ++ow)
         y[p * out_plane + oh * g.out_w + ow] = plane[window_argmax(plane, g, oh, ow)];
-  }
+  });
 }
 
 void max_pool2d_backward(const float* x, const float* dy, float* dx, const PoolGeometry& g, bool accumulate) {
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  prepare_grad(dx, g.planes * in_plane, accumulate);
-  for (int64_t p = 0; p < g.planes; ++p)
+  // Planes are independent: each part clears and scatters into its own.
+  parallel_items(g.planes, in_plane, [&](int64_t p) {
+    prepare_grad(dx + p * in_plane, in_plane, accumulate);
     for (int64_t oh = 0; oh < g.out_h; ++oh)
       for (int64_t ow = 0; ow < g.out_w; ++ow)
         dx[p * in_plane + window_argmax(x + p * in_plane, g, oh, ow)] += dy[p * out_plane + oh * g.out_w + ow];
+  });
 }
 
 void avg_pool2d_forward(const float* x, float* y, const PoolGeometry& g) {
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const float inv_area = 1.0f / static_cast<float>(g.window.kernel * g.window.kernel);
-  for (int64_t p = 0; p < g.planes; ++p)
+  parallel_items(g.planes, in_plane, [&](int64_t p) {
     for (int64_t oh = 0; oh < g.out_h; ++oh)
       for (int64_t ow = 0; ow < g.out_w; ++ow)
         y[p * out_plane + oh * g.out_w + ow] = window_sum(x + p * in_plane, g, oh, ow) * inv_area;
+  });
 }
 
 void avg_pool2d_backward(const float* dy, float* dx, const PoolGeometry& g, bool accumulate) {
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const float inv_area = 1.0f / static_cast<float>(g.window.kernel * g.window.kernel);
-  prepare_grad(dx, g.planes * in_plane, accumulate);
-  for (int64_t p = 0; p < g.planes; ++p)
+  parallel_items(g.planes, in_plane, [&](int64_t p) {
+    prepare_grad(dx + p * in_plane, in_plane, accumulate);
     for (int64_t oh = 0; oh < g.out_h; ++oh)
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
         float share = dy[p * out_plane + oh * g.out_w + ow] * inv_area;
@@ -78,23 +82,24 @@ void avg_pool2d_backward(const float* dy, float* dx, const PoolGeometry& g, bool
         for (int64_t h = rows.begin; h < rows.end; ++h)
           for (int64_t w = cols.begin; w < cols.end; ++w) dx[p * in_plane + h * g.in_w + w] += share;
       }
+  });
 }
 
 void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t plane_size) {
-  for (int64_t p = 0; p < planes; ++p) {
+  parallel_items(planes, plane_size, [&](int64_t p) {
     // Summed in double: a plane can be large (a 32x32 or 56x56 feature map).
     double sum = 0.0;
     for (int64_t i = 0; i < plane_size; ++i) sum += x[p * plane_size + i];
     y[p] = static_cast<float>(sum / static_cast<double>(plane_size));
-  }
+  });
 }
 
 void global_avg_pool_backward(const float* dy, float* dx, int64_t planes, int64_t plane_size, bool accumulate) {
   const float inv_size = 1.0f / static_cast<float>(plane_size);
-  for (int64_t p = 0; p < planes; ++p) {
+  parallel_items(planes, plane_size, [&](int64_t p) {
     float share = dy[p] * inv_size;
     for (int64_t i = 0; i < plane_size; ++i) store_grad(dx[p * plane_size + i], share, accumulate);
-  }
+  });
 }
 
 }  // namespace lockstep::cpu

@@ -1,4 +1,5 @@
 #include "kernels/cpu/sgd_cpu.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace lockstep::cpu {
 
@@ -10,8 +11,9 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
     float* w = weights + seg.offset;
     float* g = grads + seg.offset;
     float* v = velocity + seg.offset;
-    for (int64_t i = 0; i < seg.count; ++i)
+    parallel_elements(seg.count, [&](int64_t i) {
       sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+    });
   }
 }
 

@@ -1,0 +1,168 @@
+#include "kernels/cpu/thread_pool.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace lockstep::cpu {
+
+namespace {
+
+int default_threads() {
+  if (const char* env = std::getenv("LOCKSTEP_CPU_THREADS"); env && *env) {
+    char* end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 1 || v > 4096)
+      throw std::invalid_argument(std::string("LOCKSTEP_CPU_THREADS=") + env + ": expected a thread count from 1 to 4096");
+    return static_cast<int>(v);
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// A short busy wait before sleeping: the next region of a training step
+// usually starts within microseconds, and a futex wake costs about as much as
+// a small loop. Bounded, so an idle pool sleeps instead of burning a core.
+constexpr int spin_rounds = 2000;
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+template <class T, class Pred>
+void spin_then_wait(std::atomic<T>& value, Pred done) {
+  for (int i = 0; i < spin_rounds; ++i) {
+    if (done(value.load(std::memory_order_acquire))) return;
+    relax();
+  }
+  for (T seen = value.load(std::memory_order_acquire); !done(seen); seen = value.load(std::memory_order_acquire))
+    value.wait(seen, std::memory_order_acquire);
+}
+
+thread_local bool inside_region = false;
+
+class Pool {
+public:
+  explicit Pool(int threads) : threads_(threads) {
+    // OpenBLAS gets one thread per call: our parts call it side by side.
+    openblas_set_num_threads(1);
+    for (int w = 1; w < threads_; ++w) workers_.emplace_back([this, w] { work(w); });
+  }
+  ~Pool() {
+    stop_.store(true, std::memory_order_release);
+    state_.fetch_add(uint64_t(1) << part_bits, std::memory_order_acq_rel);
+    state_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  int threads() const { return threads_; }
+
+  // False when the pool is busy with another caller's region.
+  bool try_run(int64_t n, int parts, const RangeBody& body) {
+    std::unique_lock lock(busy_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    body_ = &body;
+    n_ = n;
+    error_ = nullptr;
+    pending_.store(parts - 1, std::memory_order_relaxed);
+    // The part count travels in the same word as the generation, so a worker
+    // that sits this region out reads nothing else of it.
+    const uint64_t generation = (state_.load(std::memory_order_relaxed) >> part_bits) + 1;
+    state_.store(generation << part_bits | uint64_t(parts), std::memory_order_release);
+    state_.notify_all();
+    run_part(0, parts);
+    spin_then_wait(pending_, [](int left) { return left == 0; });
+    body_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+private:
+  static constexpr int part_bits = 16;  // threads are at most 4096
+
+  void work(int w) {
+    uint64_t seen = 0;
+    while (true) {
+      spin_then_wait(state_, [&](uint64_t s) { return s != seen; });
+      seen = state_.load(std::memory_order_acquire);
+      if (stop_.load(std::memory_order_acquire)) return;
+      const int parts = static_cast<int>(seen & ((uint64_t(1) << part_bits) - 1));
+      if (w < parts) {
+        run_part(w, parts);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+      }
+    }
+  }
+
+  void run_part(int part, int parts) {
+    inside_region = true;
+    try {
+      (*body_)(n_ * part / parts, n_ * (part + 1) / parts, part);
+    } catch (...) {
+      std::lock_guard g(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    inside_region = false;
+  }
+
+  const int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex busy_;
+  std::atomic<uint64_t> state_{0};  // generation << part_bits | parts
+  std::atomic<int> pending_{0};      // parts of the region not finished yet
+  std::atomic<bool> stop_{false};
+  // The region in progress: written before state_ is published, untouched
+  // until every part that reads it has finished.
+  const RangeBody* body_ = nullptr;
+  int64_t n_ = 0;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+std::mutex pool_mutex;
+std::unique_ptr<Pool> pool;  // created on first use
+
+Pool& the_pool() {
+  std::lock_guard g(pool_mutex);
+  if (!pool) pool = std::make_unique<Pool>(default_threads());
+  return *pool;
+}
+
+}  // namespace
+
+bool in_parallel_region() { return inside_region; }
+
+int compute_threads() { return the_pool().threads(); }
+
+void set_compute_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("compute threads: " + std::to_string(threads) + "; at least 1");
+  std::lock_guard g(pool_mutex);
+  if (pool && pool->threads() == threads) return;
+  pool.reset();
+  pool = std::make_unique<Pool>(threads);
+}
+
+int parallel_parts(int64_t n, int64_t min_per_part) {
+  const int64_t by_size = n / std::max<int64_t>(1, min_per_part);
+  return static_cast<int>(std::clamp<int64_t>(by_size, 1, compute_threads()));
+}
+
+void parallel_for(int64_t n, int64_t min_per_part, const RangeBody& body) {
+  if (n <= 0) return;
+  const int parts = parallel_parts(n, min_per_part);
+  if (parts > 1 && !inside_region && the_pool().try_run(n, parts, body)) return;
+  // One part, a nested call, or the pool busy with another thread's region:
+  // the same parts, in order, on this thread.
+  for (int p = 0; p < parts; ++p) body(n * p / parts, n * (p + 1) / parts, p);
+}
+
+}  // namespace lockstep::cpu

@@ -64,6 +64,10 @@ void for_each_chunk(const ConvGeometry& g, float* scratch, Body body) {
 }  // namespace
 
 int64_t conv_chunk_samples(const ConvGeometry& g) {
+  // Planes of this many pixels make a GEMM wide enough alone: one sample per
+  // chunk, multiplied in place (no copies into and out of a chunk).
+  constexpr int64_t wide_enough_pixels = 256;
+  if (g.column_cols() >= wide_enough_pixels) return 1;
   const int64_t parts = conv_parts(g);
   const int64_t per_sample = std::max<int64_t>(1, g.column_rows() * g.column_cols());
   const int64_t samples_per_part = (std::max<int64_t>(g.batch, 1) + parts - 1) / parts;
@@ -127,17 +131,37 @@ void col2im_add(const ConvGeometry& g, const float* columns, int64_t row_stride,
   }
 }
 
+// A chunk of one sample multiplies straight out of and into the NCHW tensors
+// (a sample's [O, P] block is already the chunk layout), and a pointwise
+// convolution's column matrix is the sample itself: no copies at all.
+namespace {
+const float* sample_columns(const ConvGeometry& g, const float* x, int64_t n0, int64_t samples, float* columns) {
+  if (samples == 1 && g.is_pointwise()) return x + n0 * g.in_sample();
+  const int64_t pixels = g.column_cols();
+  for (int64_t s = 0; s < samples; ++s) im2col(g, x + (n0 + s) * g.in_sample(), columns + s * pixels, samples * pixels);
+  return columns;
+}
+
+const float* chunk_of(const ConvGeometry& g, const float* nchw, int64_t n0, int64_t samples, float* chunk) {
+  if (samples == 1) return nchw + n0 * g.out_sample();
+  to_chunk(g, nchw + n0 * g.out_sample(), samples, chunk);
+  return chunk;
+}
+}  // namespace
+
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y,
                     float* scratch) {
   const int64_t rows = g.column_rows(), pixels = g.column_cols();
   for_each_chunk(g, scratch, [&](int64_t n0, int64_t samples, float* columns, float* product, int) {
     const int64_t ld = samples * pixels;
-    for (int64_t s = 0; s < samples; ++s) im2col(g, x + (n0 + s) * g.in_sample(), columns + s * pixels, ld);
-    // product [O, S*P] = w [O, CKK] * columns [CKK, S*P]
-    sgemm(false, false, g.out_channels, ld, rows, 1.0f, w, rows, columns, ld, 0.0f, product, ld);
+    const float* cols = sample_columns(g, x, n0, samples, columns);
+    float* out = samples == 1 ? y + n0 * g.out_sample() : product;
+    // out [O, S*P] = w [O, CKK] * columns [CKK, S*P]
+    sgemm(false, false, g.out_channels, ld, rows, 1.0f, w, rows, cols, ld, 0.0f, out, ld);
+    if (samples == 1 && !bias) return;
     for (int64_t s = 0; s < samples; ++s)
       for (int64_t o = 0; o < g.out_channels; ++o) {
-        const float* src = product + o * ld + s * pixels;
+        const float* src = out + o * ld + s * pixels;
         float* dst = y + (n0 + s) * g.out_sample() + o * pixels;
         const float b = bias ? bias[o] : 0.0f;
         for (int64_t p = 0; p < pixels; ++p) dst[p] = src[p] + b;
@@ -150,9 +174,15 @@ void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w
   const int64_t rows = g.column_rows(), pixels = g.column_cols();
   for_each_chunk(g, scratch, [&](int64_t n0, int64_t samples, float* columns, float* dy_chunk, int) {
     const int64_t ld = samples * pixels;
-    to_chunk(g, dy + n0 * g.out_sample(), samples, dy_chunk);
+    const float* dyc = chunk_of(g, dy, n0, samples, dy_chunk);
+    if (samples == 1 && g.is_pointwise()) {
+      // dx_n [C, P] (+)= w^T [C, O] * dy_n [O, P]: the columns are the input.
+      sgemm(true, false, rows, ld, g.out_channels, 1.0f, w, rows, dyc, ld, accumulate ? 1.0f : 0.0f,
+            dx + n0 * g.in_sample(), ld);
+      return;
+    }
     // dcolumns [CKK, S*P] = w^T [CKK, O] * dy [O, S*P]
-    sgemm(true, false, rows, ld, g.out_channels, 1.0f, w, rows, dy_chunk, ld, 0.0f, columns, ld);
+    sgemm(true, false, rows, ld, g.out_channels, 1.0f, w, rows, dyc, ld, 0.0f, columns, ld);
     for (int64_t s = 0; s < samples; ++s) {
       float* dxn = dx + (n0 + s) * g.in_sample();
       if (!accumulate) std::fill(dxn, dxn + g.in_sample(), 0.0f);
@@ -172,10 +202,10 @@ void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* 
   for (int p = 0; p < parts; ++p) std::fill(part_dw(p), part_dw(p) + weights, 0.0f);
   for_each_chunk(g, scratch, [&](int64_t n0, int64_t samples, float* columns, float* dy_chunk, int part) {
     const int64_t ld = samples * pixels;
-    for (int64_t s = 0; s < samples; ++s) im2col(g, x + (n0 + s) * g.in_sample(), columns + s * pixels, ld);
-    to_chunk(g, dy + n0 * g.out_sample(), samples, dy_chunk);
+    const float* cols = sample_columns(g, x, n0, samples, columns);
+    const float* dyc = chunk_of(g, dy, n0, samples, dy_chunk);
     // dw_part [O, CKK] += dy [O, S*P] * columns^T [S*P, CKK]
-    sgemm(false, true, g.out_channels, rows, ld, 1.0f, dy_chunk, ld, columns, ld, 1.0f, part_dw(part), rows);
+    sgemm(false, true, g.out_channels, rows, ld, 1.0f, dyc, ld, cols, ld, 1.0f, part_dw(part), rows);
   });
   if (parts > 1)
     parallel_for(weights, 4096, [&](int64_t begin, int64_t end, int) {

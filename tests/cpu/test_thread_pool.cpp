@@ -136,28 +136,42 @@ TEST_CASE("sgemm split over the pool equals a double-precision product, every tr
 }
 
 TEST_CASE("the convolution gives the same result on 1 to 4 threads", "[thread_pool][conv2d]") {
-  ConvGeometry g;
-  REQUIRE(ConvGeometry::make(7, 5, 9, 11, 6, 3, 2, 1, g).empty());
-  auto x = random_floats(size_t(g.batch * g.in_sample()), 11), w = random_floats(size_t(g.weight_numel()), 12);
-  auto bias = random_floats(size_t(g.out_channels), 13), dy = random_floats(size_t(g.batch * g.out_sample()), 14);
-  std::vector<float> y1, dx1, dw1;
-  for (int threads : {1, 2, 3, 4}) {
-    ThreadsFor pool(threads);
-    std::vector<float> scratch(size_t(cpu::conv_scratch_floats(g)));
-    std::vector<float> y(size_t(g.batch * g.out_sample())), dx(x.size()), dw(w.size(), 42.0f);
-    cpu::conv2d_forward(g, x.data(), w.data(), bias.data(), y.data(), scratch.data());
-    cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), false, scratch.data());
-    cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), scratch.data());
-    if (threads == 1) {
-      y1 = y, dx1 = dx, dw1 = dw;
-      continue;
+  // Chunks of several samples (small planes), one sample multiplied in place
+  // (planes of 256 pixels and more), and both for a pointwise convolution.
+  struct Case {
+    int64_t batch, channels, h, w, out;
+    int kernel, stride, padding;
+  };
+  for (Case c : {Case{7, 5, 9, 11, 6, 3, 2, 1}, Case{3, 4, 20, 20, 5, 3, 1, 1}, Case{5, 6, 17, 16, 4, 1, 1, 0},
+                 Case{5, 6, 4, 4, 4, 1, 1, 0}}) {
+    ConvGeometry g;
+    REQUIRE(ConvGeometry::make(c.batch, c.channels, c.h, c.w, c.out, c.kernel, c.stride, c.padding, g).empty());
+    auto x = random_floats(size_t(g.batch * g.in_sample()), 11), w = random_floats(size_t(g.weight_numel()), 12);
+    auto bias = random_floats(size_t(g.out_channels), 13), dy = random_floats(size_t(g.batch * g.out_sample()), 14);
+    auto dx_start = random_floats(x.size(), 15);
+    std::vector<float> y1, dx1, dxa1, dw1;
+    for (int threads : {1, 2, 3, 4}) {
+      ThreadsFor pool(threads);
+      std::vector<float> scratch(size_t(cpu::conv_scratch_floats(g)));
+      std::vector<float> y(size_t(g.batch * g.out_sample())), dx(x.size(), 42.0f), dxa = dx_start, dw(w.size(), 42.0f);
+      cpu::conv2d_forward(g, x.data(), w.data(), bias.data(), y.data(), scratch.data());
+      cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), false, scratch.data());
+      cpu::conv2d_backward_data(g, dy.data(), w.data(), dxa.data(), true, scratch.data());
+      cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), scratch.data());
+      if (threads == 1) {
+        y1 = y, dx1 = dx, dxa1 = dxa, dw1 = dw;
+        // Accumulate mode adds exactly what write mode writes.
+        for (size_t i = 0; i < dx.size(); ++i) REQUIRE(std::fabs(dxa[i] - (dx_start[i] + dx[i])) < 1e-5);
+        continue;
+      }
+      INFO(threads << " threads against 1, case of kernel " << c.kernel << " on " << c.h << "x" << c.w);
+      // OpenBLAS rounds the edge of a column block its own way, and the weight
+      // gradient's partial sums are added in another order: float rounding only.
+      CHECK(max_abs_diff(y, y1) < 1e-5);
+      CHECK(max_abs_diff(dx, dx1) < 1e-5);
+      CHECK(max_abs_diff(dxa, dxa1) < 1e-5);
+      CHECK(max_abs_diff(dw, dw1) < 1e-4);
     }
-    INFO(threads << " threads against 1");
-    // OpenBLAS rounds the edge of a column block its own way, and the weight
-    // gradient's partial sums are added in another order: float rounding only.
-    CHECK(max_abs_diff(y, y1) < 1e-5);
-    CHECK(max_abs_diff(dx, dx1) < 1e-5);
-    CHECK(max_abs_diff(dw, dw1) < 1e-4);
   }
 }
 

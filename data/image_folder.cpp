@@ -128,7 +128,7 @@ std::string pixel_limit_problem(const std::string& path, int64_t width, int64_t 
   if (pixels <= max_pixels) return "";
   return "image " + path + " declares " + std::to_string(width) + "x" + std::to_string(height) + " = " +
          std::to_string(pixels) + " pixels, more than the limit of " + std::to_string(max_pixels) +
-         " (the max_image_pixels setting; raise it to read larger images)";
+         " (the max_image_pixels setting, lockstep's --max-image-pixels; raise it to read larger images)";
 }
 
 bool is_image_file_name(const std::string& name) {

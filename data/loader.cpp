@@ -351,12 +351,13 @@ void Loader::worker_loop() {
 }
 
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const Dataset> dataset, int64_t batch_size,
-                                         const Normalization& normalization, int threads) {
+                                         const Normalization& normalization, int threads, bool skip_bad_images) {
   LoaderConfig config;
   config.batch_size = batch_size;
   config.shuffle = false;
   config.drop_last = false;
   config.threads = threads;
+  config.skip_bad_images = skip_bad_images;
   config.normalize = !normalization.mean.empty();
   if (config.normalize) config.normalization = normalization;
   return std::make_unique<Loader>(std::move(dataset), std::move(config));

@@ -1,6 +1,16 @@
-# End-to-end tests of the lockstep program (tests/cli/test_cli.py), one CTest
-# entry per test method, labelled cpu. They read Debian's Fashion-MNIST.
-set(_cli_tests
+# End-to-end tests of the lockstep program, one CTest entry per test method,
+# labelled cpu: tests/cli/test_cli.py reads Debian's Fashion-MNIST;
+# tests/cli/test_cli_outputs.py (what train writes and checks before training)
+# makes its own small data sets.
+function(lockstep_cli_tests script class)
+  foreach(t ${ARGN})
+    add_test(NAME cli.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/${script} ${class}.${t})
+    set_tests_properties(cli.${t} PROPERTIES LABELS cpu ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>"
+                         TIMEOUT 600)
+  endforeach()
+endfunction()
+
+lockstep_cli_tests(test_cli.py Cli
   test_train_then_eval_agree
   test_eval_matches_trainer_exactly_on_the_same_data
   test_resume_after_sigint_gives_the_same_losses
@@ -9,8 +19,11 @@ set(_cli_tests
   test_checkpoint_of_3_replicas_evaluates_and_resumes_on_1
   test_predict_prints_the_top_classes
   test_bad_arguments_fail_in_one_line_and_leave_the_checkpoint)
-foreach(t ${_cli_tests})
-  add_test(NAME cli.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py Cli.${t})
-  set_tests_properties(cli.${t} PROPERTIES LABELS cpu ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>"
-                       TIMEOUT 600)
-endforeach()
+lockstep_cli_tests(test_cli_outputs.py CliOutputs
+  test_outputs_never_overwrite_inputs_or_other_files
+  test_checks_before_the_first_epoch
+  test_class_folders_of_any_bytes_survive_the_checkpoint
+  test_skip_bad_images_applies_to_the_test_set
+  test_max_image_pixels_and_argument_errors_name_the_option
+  test_a_second_run_on_one_checkpoint_is_refused_naming_the_first
+  test_ctrl_c_twice_stops_at_once_and_keeps_the_checkpoint)

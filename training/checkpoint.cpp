@@ -1,6 +1,7 @@
 #include "training/checkpoint.h"
 
 #include <charconv>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -46,6 +47,79 @@ template <typename T> T metadata_count(const std::map<std::string, std::string>&
   return value;
 }
 
+// Class folder names and paths are bytes on Linux, not always UTF-8, while
+// the safetensors header is JSON text. A value that is not UTF-8 is stored
+// twice: readable (invalid bytes as U+FFFD) under its key, for other tools,
+// and exactly as hex digits under the "_hex" key, which this reader prefers.
+std::string to_hex(const std::string& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += {digits[c >> 4], digits[c & 15]};
+  return out;
+}
+
+std::optional<std::string> from_hex(const std::string& hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(hex.data() + i, hex.data() + i + 2, value, 16);
+    if (error != std::errc() || end != hex.data() + i + 2) return std::nullopt;
+    out += static_cast<char>(value);
+  }
+  return out;
+}
+
+std::string readable(const std::string& bytes) {
+  return json::parse(json(bytes).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+}
+
+void put_text(std::map<std::string, std::string>& meta, const std::string& key, const std::string& value) {
+  if (valid_utf8(value)) {
+    meta[key] = value;
+    return;
+  }
+  meta[key] = readable(value);
+  meta[key + "_hex"] = to_hex(value);
+}
+
+void put_class_names(std::map<std::string, std::string>& meta, const std::vector<std::string>& names) {
+  json readable_names = json::array(), hex_names = json::array();
+  bool all_utf8 = true;
+  for (const std::string& name : names) {
+    all_utf8 = all_utf8 && valid_utf8(name);
+    readable_names.push_back(readable(name));
+    hex_names.push_back(to_hex(name));
+  }
+  meta["class_names"] = readable_names.dump();
+  if (!all_utf8) meta["class_names_hex"] = hex_names.dump();
+}
+
+std::vector<std::string> class_names_from(const std::map<std::string, std::string>& meta, const std::string& path) {
+  auto names = meta.find("class_names");
+  LS_CHECK(names != meta.end(), "checkpoint ", path, " has damaged metadata: no 'class_names'");
+  auto strings = [&](const std::string& key, const std::string& text) {
+    const json parsed = json::parse(text, nullptr, false);
+    bool all_strings = parsed.is_array();
+    for (const json& name : parsed) all_strings = all_strings && name.is_string();
+    LS_CHECK(all_strings, "checkpoint ", path, " has damaged metadata: '", key, "' is not a JSON array of strings");
+    return parsed.get<std::vector<std::string>>();
+  };
+  std::vector<std::string> out = strings("class_names", names->second);
+  auto hex = meta.find("class_names_hex");
+  if (hex == meta.end()) return out;
+  std::vector<std::string> exact = strings("class_names_hex", hex->second);
+  LS_CHECK(exact.size() == out.size(), "checkpoint ", path, " has damaged metadata: 'class_names_hex' has ",
+           exact.size(), " names, 'class_names' ", out.size());
+  for (size_t i = 0; i < exact.size(); ++i) {
+    std::optional<std::string> bytes = from_hex(exact[i]);
+    LS_CHECK(bytes.has_value(), "checkpoint ", path, " has damaged metadata: class name ", i,
+             " in 'class_names_hex' is not hex digits");
+    out[i] = *bytes;
+  }
+  return out;
+}
+
 CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const std::string& path) {
   auto it = meta.find("format");
   LS_CHECK(it != meta.end() && it->second == format_tag, "file ", path, " is not a lockstep checkpoint (no '",
@@ -54,19 +128,23 @@ CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const s
   auto model = meta.find("model");
   LS_CHECK(model != meta.end(), "checkpoint ", path, " has damaged metadata: no 'model'");
   info.model_spec = model->second;
-  auto names = meta.find("class_names");
-  LS_CHECK(names != meta.end(), "checkpoint ", path, " has damaged metadata: no 'class_names'");
-  const json parsed = json::parse(names->second, nullptr, false);
-  bool all_strings = parsed.is_array();
-  for (const json& name : parsed) all_strings = all_strings && name.is_string();
-  LS_CHECK(all_strings, "checkpoint ", path, " has damaged metadata: 'class_names' is not a JSON array of strings");
-  info.class_names = parsed.get<std::vector<std::string>>();
+  info.class_names = class_names_from(meta, path);
   info.epoch = metadata_count<int64_t>(meta, "epoch", path);
   info.step = metadata_count<int64_t>(meta, "step", path);
   info.batch_in_epoch = metadata_count<int64_t>(meta, "batch_in_epoch", path);
   info.seed = metadata_count<uint64_t>(meta, "seed", path);
-  for (auto& [key, value] : meta)
-    if (key.rfind("extra.", 0) == 0) info.extra[key.substr(6)] = value;
+  for (auto& [key, value] : meta) {
+    if (key.rfind("extra.", 0) != 0) continue;
+    const bool hex = key.size() > 10 && key.compare(key.size() - 4, 4, "_hex") == 0;
+    const std::string name = key.substr(6, key.size() - 6 - (hex ? 4 : 0));
+    if (!hex) {
+      info.extra.try_emplace(name, value);  // an exact _hex value, read before or after, wins
+      continue;
+    }
+    std::optional<std::string> bytes = from_hex(value);
+    LS_CHECK(bytes.has_value(), "checkpoint ", path, " has damaged metadata: '", key, "' is not hex digits");
+    info.extra[name] = *bytes;
+  }
   return info;
 }
 
@@ -77,13 +155,13 @@ void save_checkpoint(const std::string& path, Model& model, const CheckpointInfo
   for (const NamedTensor& t : checkpoint_tensors(model)) file.tensors.push_back({t.name, {t.shape, t.tensor.to_vector()}});
   file.metadata = {{"format", format_tag},
                    {"model", info.model_spec},
-                   {"class_names", json(info.class_names).dump()},
                    {"epoch", std::to_string(info.epoch)},
                    {"step", std::to_string(info.step)},
                    {"batch_in_epoch", std::to_string(info.batch_in_epoch)},
                    {"seed", std::to_string(info.seed)},
                    {"crc32", tensor_data_crc32(file)}};
-  for (auto& [key, value] : info.extra) file.metadata["extra." + key] = value;
+  put_class_names(file.metadata, info.class_names);
+  for (auto& [key, value] : info.extra) put_text(file.metadata, "extra." + key, value);
   write_safetensors(path, file);
 }
 

@@ -2,7 +2,10 @@
 
 #include <zlib.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -66,13 +69,30 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file) {
     header[name] = {{"dtype", "F32"}, {"shape", shape_json(t.shape)}, {"data_offsets", {offset, offset + size}}};
     offset += size;
   }
+  // The JSON writer throws on bytes that are not UTF-8; say which value instead
+  // (callers encode such values, see checkpoint.cpp).
+  for (auto& [key, value] : file.metadata)
+    LS_CHECK(valid_utf8(key) && valid_utf8(value), "cannot write ", path, ": metadata '", key,
+             "' is not UTF-8 text");
+  for (auto& [name, t] : file.tensors) LS_CHECK(valid_utf8(name), "cannot write ", path, ": a tensor name is not UTF-8");
   if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
 
-  std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  LS_CHECK(f != nullptr, "cannot write ", tmp, ": ", std::strerror(errno));
+  // A name of this writer's own, created exclusively: two writers of one path
+  // (two runs, two threads) never share a temporary file, and an existing
+  // file is never truncated.
+  static std::atomic<uint64_t> writes{0};
+  const std::string tmp = temporary_prefix(path) + std::to_string(::getpid()) + "-" + std::to_string(writes++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  LS_CHECK(fd >= 0, "cannot write ", tmp, ": ", std::strerror(errno), "; ", path, " was left as it was");
+  FILE* f = ::fdopen(fd, "wb");
+  if (f == nullptr) {
+    const int saved = errno;
+    ::close(fd);
+    std::remove(tmp.c_str());
+    LS_FAIL("cannot write ", tmp, ": ", std::strerror(saved));
+  }
   unsigned char size_bytes[8];
   for (int i = 0; i < 8; ++i) size_bytes[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
   bool ok = std::fwrite(size_bytes, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
@@ -91,6 +111,57 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file) {
     std::remove(tmp.c_str());
     LS_FAIL("cannot rename ", tmp, " to ", path, ": ", ec.message());
   }
+  // The rename itself reaches the disk only with its folder.
+  const std::string folder = std::filesystem::absolute(path).parent_path().string();
+  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+std::string temporary_prefix(const std::string& path) { return path + ".tmp-"; }
+
+int remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target = fs::absolute(path);
+  const std::string prefix = temporary_prefix(target.filename().string());
+  std::error_code ec;
+  int removed = 0;
+  for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && it->is_regular_file(ec) &&
+        fs::remove(it->path(), ec))
+      ++removed;
+  }
+  return removed;
+}
+
+bool valid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // Lead byte: how many continuation bytes follow, and the smallest and
+    // largest second byte that keep the sequence shortest-form and <= U+10FFFF
+    // without UTF-16 surrogates (RFC 3629's table).
+    int extra = 0;
+    unsigned char low = 0x80, high = 0xBF;
+    if (c < 0x80) extra = 0;
+    else if (c >= 0xC2 && c <= 0xDF) extra = 1;
+    else if (c == 0xE0) extra = 2, low = 0xA0;
+    else if (c == 0xED) extra = 2, high = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) extra = 2;
+    else if (c == 0xF0) extra = 3, low = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) extra = 3;
+    else if (c == 0xF4) extra = 3, high = 0x8F;
+    else return false;
+    if (text.size() - i <= static_cast<size_t>(extra)) return false;  // cut short
+    for (int k = 1; k <= extra; ++k) {
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += 1 + extra;
+  }
+  return true;
 }
 
 namespace {

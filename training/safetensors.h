@@ -5,6 +5,7 @@
 // read reference values written from Python.
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/shape.h"
@@ -22,9 +23,20 @@ struct SafetensorsFile {
   const HostTensor& at(const std::string& name) const;     // throws naming the tensor
 };
 
-// Writes to `path` + ".tmp", flushes to disk and renames over `path`, so a
-// crash leaves either the old file or the new one.
+// Writes to a temporary file of its own beside `path` (temporary_prefix(path)
+// + process id + a counter, created exclusively), flushes it to disk and
+// renames it over `path`: a crash leaves either the old file or the new one,
+// and two writers of one path never share a temporary file. Metadata must be
+// UTF-8 text (an Error names the key otherwise).
 void write_safetensors(const std::string& path, const SafetensorsFile& file);
+std::string temporary_prefix(const std::string& path);
+// Removes the temporary files that writers of `path` killed mid-write left
+// behind; returns how many. Only while no other writer of `path` can run
+// (under a CheckpointLock).
+int remove_stale_temporaries(const std::string& path);
+
+// True when `text` is well-formed UTF-8 (what JSON text must be).
+bool valid_utf8(std::string_view text);
 // Reads and checks bounds and dtypes; throws an Error naming the file and what
 // is wrong. With `with_data` false only the metadata is read.
 SafetensorsFile read_safetensors(const std::string& path, bool with_data = true);

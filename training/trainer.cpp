@@ -111,11 +111,13 @@ bool Trainer::run() {
     summary.phases = replicas_.phase_times();
     ++epoch_;
     batch_in_epoch_ = 0;
+    // The checkpoint before the evaluation: an evaluation that fails (a bad
+    // test image) never costs the epoch.
+    if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
     if (test_) {
       summary.has_test = true;
       summary.test = evaluate(*test_);
     }
-    if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
     if (on_epoch) on_epoch(summary);
   }
   return true;

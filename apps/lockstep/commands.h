@@ -14,6 +14,7 @@ struct EvalSettings {
   std::string checkpoint, data, devices = "all";
   int64_t batch = 256;
   int threads = 2;
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;
 };
 int run_eval(const EvalSettings& settings);
 
@@ -21,6 +22,7 @@ struct PredictSettings {
   std::string checkpoint;
   std::vector<std::string> images;
   int64_t top = 5;
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;
 };
 int run_predict(const PredictSettings& settings);
 

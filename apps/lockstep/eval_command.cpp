@@ -19,6 +19,7 @@ int run_eval(const EvalSettings& s) {
   LS_CHECK(s.batch >= 1, "--batch must be at least 1, got ", s.batch);
 
   data::DataOptions options;
+  options.max_image_pixels = s.max_image_pixels;
   parse_input_shape(extra.count("input") ? extra.at("input") : "3x32x32", options.channels, options.height,
                     options.width);
   data::DataSets sets = data::open_test_dataset(data_path, options, ck.info.class_names);

@@ -66,6 +66,13 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_flag("--skip-bad-images", train.skip_bad_images, "skip undecodable images, report them"),
        "--skip-bad-images");
   flag(train_cmd->add_flag("--drop-last", train.drop_last, "drop the last partial batch of each epoch"), "--drop-last");
+  flag(train_cmd->add_flag("--force", train.force,
+                           "let --checkpoint/--metrics overwrite an existing file of another kind (never an input)"),
+       "--force");
+  flag(train_cmd->add_option("--max-image-pixels", train.max_image_pixels,
+                             "refuse images whose header declares more pixels (default PIL's 178956970)")
+           ->check(CLI::PositiveNumber),
+       "--max-image-pixels");
 
   EvalSettings eval;
   CLI::App* eval_cmd = app.add_subcommand("eval", "loss, accuracy and per-class accuracy of a checkpoint");
@@ -74,12 +81,16 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--devices", eval.devices, "all, cpu, or GPU ordinals");
   eval_cmd->add_option("--batch", eval.batch, "batch size")->check(CLI::PositiveNumber);
   eval_cmd->add_option("--threads", eval.threads, "loader threads")->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--max-image-pixels", eval.max_image_pixels, "refuse images declaring more pixels")
+      ->check(CLI::PositiveNumber);
 
   PredictSettings predict;
   CLI::App* predict_cmd = app.add_subcommand("predict", "top-5 classes of image files");
   predict_cmd->add_option("--checkpoint", predict.checkpoint, "checkpoint to predict with")->required();
   predict_cmd->add_option("--top", predict.top, "classes to show")->check(CLI::PositiveNumber);
   predict_cmd->add_option("images", predict.images, "image files")->required();
+  predict_cmd->add_option("--max-image-pixels", predict.max_image_pixels, "refuse images declaring more pixels")
+      ->check(CLI::PositiveNumber);
 
   app.add_subcommand("info", "devices and CUDA, driver, cuDNN and NCCL versions");
 

@@ -29,7 +29,7 @@ int run_predict(const PredictSettings& s) {
   for (const std::string& path : s.images) {
     std::vector<float> pixels(shape.numel());
     try {
-      data::load_image(path, shape[0], shape[1], shape[2], pixels.data());
+      data::load_image(path, shape[0], shape[1], shape[2], pixels.data(), s.max_image_pixels);
     } catch (const Error& e) {
       std::fprintf(stderr, "lockstep: %s\n", e.what());
       ++failures;

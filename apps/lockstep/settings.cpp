@@ -1,7 +1,10 @@
 #include "settings.h"
 
 #include <algorithm>
+#include <exception>
 #include <sstream>
+
+#include "base/error.h"
 
 namespace lockstep::app {
 
@@ -63,7 +66,11 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   auto take = [&](const char* key, const char* flag, auto apply) {
     auto it = meta.find(key);
     if (it == meta.end() || was_given(given, flag)) return;
-    apply(it->second);
+    try {
+      apply(it->second);
+    } catch (const std::exception&) {  // std::stoll's own message is only "stoll"
+      LS_FAIL("the checkpoint's setting '", key, "' (", flag, ") is \"", it->second, "\", not a valid value");
+    }
     settled.push_back(flag);
   };
   take("data", "--data", [&](const std::string& v) { s.data = v; });

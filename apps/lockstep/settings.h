@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "data/image_folder.h"
+
 namespace lockstep::app {
 
 struct TrainSettings {
@@ -38,6 +40,8 @@ struct TrainSettings {
   bool dropout = true;
   bool skip_bad_images = false;
   bool drop_last = false;
+  bool force = false;           // --checkpoint/--metrics may overwrite a file of another kind (never an input)
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // images declaring more are refused
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

@@ -7,14 +7,17 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
 #include <thread>
+#include <unistd.h>
 
 #include "commands.h"
 #include "data/loader.h"
 #include "base/error.h"
+#include "training/checkpoint_lock.h"
 #include "training/trainer.h"
 #include "layers/models.h"
+#include "preflight.h"
 #include "progress.h"
 #include "setup.h"
 
@@ -25,15 +28,47 @@ namespace {
 std::atomic<Trainer*> active_trainer{nullptr};
 std::atomic<int> signal_count{0};  // lock-free, so safe in a signal handler
 
-void on_signal(int) {
-  // The first signal asks for a clean stop; a second one is left to the default action.
+void say(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }  // async-signal-safe
+
+void on_signal(int signal) {
+  // The first signal asks for a clean stop: finish the step, write the
+  // checkpoint. A second one stops at once: it takes the default action
+  // (blocked while this handler runs, it is delivered as it returns). A
+  // checkpoint is replaced only by a rename, so the last one written stays
+  // whole; a temporary file left mid-write is removed by the next run.
   if (signal_count.fetch_add(1) > 0) {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    say("\nlockstep: stopped at once; the last checkpoint written is intact\n");
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
     return;
   }
+  say("\nlockstep: stopping after this step and writing the checkpoint (again to stop at once)\n");
   if (Trainer* t = active_trainer.load()) t->request_stop();
 }
+
+// Installs on_signal for SIGINT and SIGTERM while it lives.
+class SignalGuard {
+public:
+  explicit SignalGuard(Trainer& trainer) {
+    signal_count.store(0);
+    active_trainer.store(&trainer);
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    active_trainer.store(nullptr);
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
 
 void validate(const TrainSettings& s) {
   LS_CHECK(s.epochs >= 1, "--epochs must be at least 1, got ", s.epochs);
@@ -44,6 +79,7 @@ void validate(const TrainSettings& s) {
   LS_CHECK(s.warmup_epochs >= 0.0, "--warmup-epochs must not be negative, got ", s.warmup_epochs);
   LS_CHECK(s.threads >= 1, "--threads must be at least 1, got ", s.threads);
   LS_CHECK(s.augment == "none" || s.augment == "crop-flip", "--augment ", s.augment, ": expected none or crop-flip");
+  LS_CHECK(s.max_image_pixels >= 1, "--max-image-pixels must be at least 1, got ", s.max_image_pixels);
   parse_schedule(s.schedule);
 }
 
@@ -66,14 +102,22 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     openblas_set_num_threads(std::max(1, cores / static_cast<int>(devices.size())));
   }
   if (s.data.empty()) s.data = data::default_data_path();
-  if (s.batch_per_device > 0) s.batch = s.batch_per_device * static_cast<int64_t>(devices.size());
+  if (s.batch_per_device > 0)
+    LS_CHECK(!__builtin_mul_overflow(s.batch_per_device, static_cast<int64_t>(devices.size()), &s.batch),
+             "--batch-per-device ", s.batch_per_device, " times ", devices.size(), " replicas overflows");
   validate(s);
   if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size());
+  if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
+  // Find out now, not after the first epoch, that an output cannot be written
+  // or would overwrite what it must not; then keep other runs off the checkpoint.
+  check_outputs(s);
+  CheckpointLock checkpoint_lock(s.checkpoint);
 
   // Data.
   data::DataOptions data_options;
   parse_input_shape(s.input, data_options.channels, data_options.height, data_options.width);
   data_options.skip_bad_images = s.skip_bad_images;
+  data_options.max_image_pixels = s.max_image_pixels;
   data_options.split_seed = s.seed;
   data::DataSets sets = data::open_dataset(s.data, data_options);
   if (!s.test_data.empty()) sets.test = data::open_test_dataset(s.test_data, data_options, sets.train->class_names()).test;
@@ -94,7 +138,11 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     loader_config.normalization = normalization_from_json(resume_info.extra.at("normalization"));
   data::Loader train_loader(train_set, loader_config);
   std::unique_ptr<data::Loader> test_loader;
-  if (test_set) test_loader = data::make_eval_loader(test_set, std::max<int64_t>(s.batch, 256), train_loader.normalization(), s.threads);
+  if (test_set) {
+    test_loader = data::make_eval_loader(test_set, std::max<int64_t>(s.batch, 256), train_loader.normalization(),
+                                         s.threads, s.skip_bad_images);
+    check_test_set(*train_set, *test_set, *test_loader, s.test_data);
+  }
 
   // Model and replicas.
   ModelOptions model_options;
@@ -104,14 +152,6 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     LS_CHECK(std::find(given.begin(), given.end(), "--model") == given.end() || resume_info.model_spec == spec,
              "--resume ", s.resume, " holds a checkpoint of '", resume_info.model_spec, "', not of '", spec, "'");
     spec = resume_info.model_spec;
-  }
-  if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
-  {
-    // Find out now, not after the first epoch, that the checkpoint cannot be written.
-    std::filesystem::path parent = std::filesystem::absolute(s.checkpoint).parent_path();
-    LS_CHECK(std::filesystem::is_directory(parent), "--checkpoint ", s.checkpoint, ": the folder ", parent.string(),
-             " does not exist");
-    LS_CHECK(!std::filesystem::is_directory(s.checkpoint), "--checkpoint ", s.checkpoint, " is a folder, not a file");
   }
   uint64_t seed = s.seed;
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
@@ -155,25 +195,18 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     if (e.has_test) last_test = e.test;
   };
 
-  active_trainer.store(&trainer);
-  auto old_int = std::signal(SIGINT, on_signal);
-  auto old_term = std::signal(SIGTERM, on_signal);
   bool finished = false;
-  try {
+  {
+    SignalGuard signals(trainer);
     finished = trainer.run();
-  } catch (...) {
-    active_trainer.store(nullptr);
-    std::signal(SIGINT, old_int);
-    std::signal(SIGTERM, old_term);
-    throw;
   }
-  active_trainer.store(nullptr);
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
   reporter.break_line();
 
   std::string skipped = train_loader.skipped().summary();
   if (!skipped.empty()) std::fprintf(stderr, "%s\n", skipped.c_str());
+  // Counted over every evaluation (and the check before training).
+  std::string skipped_test = test_loader ? test_loader->skipped().summary() : "";
+  if (!skipped_test.empty()) std::fprintf(stderr, "test set: %s\n", skipped_test.c_str());
   if (!finished) {
     std::printf("stopped at epoch %lld, batch %lld (step %lld); checkpoint written to %s\n"
                 "resume with: lockstep train --resume %s\n",

@@ -1,0 +1,49 @@
+#include "preflight.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "training/output_files.h"
+
+namespace lockstep::app {
+
+bool is_metrics_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line(4096, '\0');  // a metrics line is far shorter: no need to read more
+  in.read(line.data(), static_cast<std::streamsize>(line.size()));
+  line.resize(static_cast<size_t>(in.gcount()));
+  line = line.substr(0, line.find('\n'));
+  const nlohmann::json first = nlohmann::json::parse(line, nullptr, false);
+  return first.is_object() && first.contains("type") && first["type"].is_string();
+}
+
+void check_outputs(const TrainSettings& s) {
+  const std::vector<InputPath> inputs = {{s.data, "--data"}, {s.test_data, "--test-data"}};
+  OutputFile checkpoint{s.checkpoint, "--checkpoint", "a lockstep checkpoint", is_checkpoint_file};
+  check_output_file(checkpoint, inputs, s.force);
+  std::vector<OutputFile> outputs = {checkpoint};
+  if (!s.metrics.empty()) {
+    OutputFile metrics{s.metrics, "--metrics", "a lockstep metrics file", is_metrics_file, /*allow_special=*/true};
+    check_output_file(metrics, inputs, s.force);
+    outputs.push_back(metrics);
+  }
+  check_distinct_outputs(outputs);
+}
+
+void check_test_set(const data::Dataset& train, const data::Dataset& test, BatchSource& test_loader,
+                    const std::string& test_path) {
+  const std::string where = test_path.empty() ? std::string("the test set of --data") : "--test-data " + test_path;
+  LS_CHECK(test.sample_shape() == train.sample_shape(), where, " has samples of ", test.sample_shape().str(),
+           ", the training set ", train.sample_shape().str());
+  LS_CHECK(test.num_classes() == train.num_classes(), where, " has ", test.num_classes(), " classes, the training set ",
+           train.num_classes());
+  LS_CHECK(test.size() > 0, where, " holds no sample");
+  // One batch end to end (files, decoding, normalisation), not after an epoch.
+  HostBatch batch;
+  test_loader.start_epoch(0, 0);
+  test_loader.next(batch);
+  test_loader.stop();
+}
+
+}  // namespace lockstep::app

@@ -1,0 +1,246 @@
+"""End-to-end tests of what `lockstep train` writes and checks before training
+(issue 17, items 3, 4, 5, 6 and 8), run by CTest (tests/cli_outputs.cmake).
+
+Each test builds its own small data set in a temporary folder (IDX files, or
+image folders of PNGs written here without PIL), so that no test can damage a
+data set of the machine's, whatever the binary does.
+"""
+import gzip
+import json
+import os
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+import zlib
+
+BIN = os.environ.get("LOCKSTEP_BIN", "build/lockstep")
+QUICK = ["--devices", "cpu", "--model", "mlp", "--batch", "16", "--lr", "0.05", "--seed", "3"]
+ONE = QUICK + ["--epochs", "1"]
+
+
+def run(args, cwd, timeout=300):
+    return subprocess.run([BIN] + args, cwd=cwd, capture_output=True, text=True, errors="replace", timeout=timeout)
+
+
+def write_idx(folder, count, size, test_count=None):
+    """An IDX data set of count training and test_count test images of size x size, 10 classes."""
+    os.makedirs(folder, exist_ok=True)
+    test_count = count if test_count is None else test_count
+    for prefix, n in (("train", count), ("t10k", test_count)):
+        pixels = bytes((i * 37 + (i // (size * size)) * 11) % 256 for i in range(n * size * size))
+        with gzip.open(os.path.join(folder, prefix + "-images-idx3-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, n, size, size) + pixels)
+        with gzip.open(os.path.join(folder, prefix + "-labels-idx1-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, n) + bytes(i % 10 for i in range(n)))
+
+
+def png(width, height, seed):
+    """A greyscale PNG, written with zlib alone."""
+    rows = b"".join(b"\x00" + bytes((x * 13 + y * 7 + seed * 31) % 256 for x in range(width)) for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def write_image_folder(folder, classes, per_class, size=8):
+    """classes: folder names as bytes (any bytes a Linux file name may hold)."""
+    for c, name in enumerate(classes):
+        path = os.path.join(os.fsencode(folder), name)
+        os.makedirs(path, exist_ok=True)
+        for i in range(per_class):
+            with open(os.path.join(path, b"%d.png" % i), "wb") as f:
+                f.write(png(size, size, c * 100 + i))
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def count_steps(path):
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return sum(1 for line in f if '"step"' in line)
+
+
+class CliOutputs(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="lockstep-outputs-")
+        self.tmp = self.dir.name
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def path(self, *names):
+        return os.path.join(self.tmp, *names)
+
+    def assert_refused(self, r, *needles):
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(len(lines), 1, r.stderr)
+        for needle in needles:
+            self.assertIn(needle, lines[0])
+        self.assertNotIn("epoch 1/", r.stdout)  # refused before training
+
+    def test_outputs_never_overwrite_inputs_or_other_files(self):
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        labels = os.path.join(data, "t10k-labels-idx1-ubyte.gz")
+        before = read(labels)
+        base = ["train"] + ONE + ["--data", data]
+        for option in ("--checkpoint", "--metrics"):
+            for force in ([], ["--force"]):
+                with self.subTest(option=option, force=force):
+                    r = run(base + [option, labels] + force, self.tmp)
+                    self.assert_refused(r, option + " " + labels, "--data " + data)
+                    self.assertEqual(read(labels), before)
+
+        notes = self.path("notes.txt")
+        with open(notes, "w") as f:
+            f.write("precious\n")
+        for option in ("--checkpoint", "--metrics"):
+            with self.subTest(option=option):
+                r = run(base + [option, notes], self.tmp)
+                self.assert_refused(r, option + " " + notes, "--force")
+                self.assertEqual(read(notes), b"precious\n")
+        r = run(base + ["--checkpoint", notes, "--force"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        # Its own kinds of file it replaces as before.
+        metrics = self.path("m.jsonl")
+        for _ in range(2):
+            r = run(base + ["--checkpoint", self.path("ck"), "--metrics", metrics], self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(base + ["--checkpoint", self.path("ck"), "--metrics", self.path("ck")], self.tmp)
+        self.assert_refused(r, "--metrics " + self.path("ck"))
+
+    def test_checks_before_the_first_epoch(self):
+        data, small = self.path("data"), self.path("small")
+        write_idx(data, 64, 8)
+        write_idx(small, 64, 6)
+        base = ["train"] + ONE + ["--data", data]
+        ck = ["--checkpoint", self.path("ck")]
+        cases = [
+            (ck + ["--test-data", small], ["--test-data " + small, "[1, 6, 6]", "[1, 8, 8]"]),
+            (["--checkpoint", "/proc/lockstep.ck"], ["--checkpoint /proc/lockstep.ck", "cannot create files"]),
+            (ck + ["--metrics", "/proc/lockstep.jsonl"], ["--metrics /proc/lockstep.jsonl", "cannot create files"]),
+            (["--checkpoint", self.tmp], ["--checkpoint " + self.tmp, "is a folder"]),
+        ]
+        for args, needles in cases:
+            with self.subTest(args=args):
+                r = run(base + args, self.tmp)
+                self.assert_refused(r, *needles)
+        self.assertFalse(os.path.exists(self.path("ck")))
+
+    def test_class_folders_of_any_bytes_survive_the_checkpoint(self):
+        data = self.path("photos")
+        write_image_folder(data, [b"caf\xe9", b"plain", b"\xff\xfe"], 12)
+        ck = self.path("ck")
+        r = run(["train"] + ONE + ["--data", data, "--input", "1x8x8", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        meta = json.loads(read(ck)[8:8 + struct.unpack("<Q", read(ck)[:8])[0]])["__metadata__"]
+        exact = [bytes.fromhex(h) for h in json.loads(meta["class_names_hex"])]
+        self.assertEqual(sorted(exact), sorted([b"caf\xe9", b"plain", b"\xff\xfe"]))
+        e = subprocess.run([BIN, "eval", "--checkpoint", ck, "--devices", "cpu"], cwd=self.tmp, capture_output=True)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        self.assertIn(b"caf\xe9 ", e.stdout)  # the class's own bytes, matched to its folder again
+
+    def test_skip_bad_images_applies_to_the_test_set(self):
+        data = self.path("photos")
+        write_image_folder(os.path.join(data, "train"), [b"a", b"b"], 12)
+        write_image_folder(os.path.join(data, "test"), [b"a", b"b"], 4)
+        with open(os.path.join(data, "test", "b", "broken.png"), "wb") as f:
+            f.write(png(8, 8, 1)[:40])
+        args = ["train"] + ONE + ["--data", data, "--input", "1x8x8", "--checkpoint", self.path("ck")]
+        r = run(args, self.tmp)
+        # Without the flag, the bad test image stops the run before training, naming it.
+        self.assert_refused(r, "broken.png")
+        r = run(args + ["--skip-bad-images"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("epoch 1/1", r.stdout)
+        self.assertIn("broken.png", r.stderr)
+
+    def test_max_image_pixels_and_argument_errors_name_the_option(self):
+        data = self.path("photos")
+        write_image_folder(data, [b"a", b"b"], 8, size=16)
+        base = ["train"] + QUICK + ["--data", data, "--input", "1x8x8", "--checkpoint", self.path("ck")]
+        r = run(base + ["--epochs", "1", "--max-image-pixels", "255"], self.tmp)
+        self.assert_refused(r, "--max-image-pixels", "256 pixels")
+        r = run(base + ["--epochs", "1", "--max-image-pixels", "256"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cases = [
+            (["--batch-per-device", str(2**62), "--replicas", "4"], "--batch-per-device"),
+            (["--max-image-pixels", "0"], "--max-image-pixels"),
+            (["--epochs", "many"], "--epochs"),
+            (["--replicas", "99999999999999999999"], "--replicas"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                r = run(base + args, self.tmp)
+                lines = [l for l in r.stderr.splitlines() if l.strip()]
+                self.assertIn(r.returncode, (1, 2), r.stderr)
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn(needle, lines[0])
+
+    def slow_run(self, ck, metrics, extra=()):
+        """A run slow enough per step (resnet20, batch 64, on the CPU) to be caught mid-step."""
+        data = self.path("data")
+        if not os.path.exists(data):
+            write_idx(data, 256, 32, test_count=16)
+        args = ["train", "--devices", "cpu", "--model", "resnet20", "--batch", "64", "--epochs", "3", "--data", data,
+                "--checkpoint", ck, "--metrics", metrics] + list(extra)
+        return subprocess.Popen([BIN] + args, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    def wait_for_steps(self, proc, metrics, steps):
+        deadline = time.time() + 240
+        while count_steps(metrics) < steps:
+            self.assertIsNone(proc.poll(), "the run ended early")
+            self.assertLess(time.time(), deadline, "no step within 240 s")
+            time.sleep(0.02)
+
+    def test_a_second_run_on_one_checkpoint_is_refused_naming_the_first(self):
+        ck = self.path("ck")
+        first = self.slow_run(ck, self.path("first.jsonl"))
+        try:
+            self.wait_for_steps(first, self.path("first.jsonl"), 1)
+            r = run(["train"] + ONE + ["--data", self.path("data"), "--checkpoint", ck], self.tmp)
+            self.assert_refused(r, "checkpoint " + ck, "process %d" % first.pid)
+        finally:
+            first.kill()
+            first.communicate()
+        # The lock went with the killed process.
+        r = run(["train"] + ONE + ["--data", self.path("data"), "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_ctrl_c_twice_stops_at_once_and_keeps_the_checkpoint(self):
+        ck, metrics = self.path("ck"), self.path("m.jsonl")
+        # An epoch of 4 steps gives a checkpoint to keep.
+        proc = self.slow_run(ck, metrics)
+        self.wait_for_steps(proc, metrics, 5)
+        before = read(ck)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        sent = time.time()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        self.assertLess(time.time() - sent, 2.0, "the second Ctrl-C did not stop the run at once")
+        self.assertEqual(proc.returncode, -signal.SIGINT, err)
+        self.assertIn("stopped at once", err)
+        self.assertEqual(read(ck), before)  # the epoch-1 checkpoint, not one written on the way out
+        leftovers = [n for n in os.listdir(self.tmp) if n.startswith("ck.tmp")]
+        # A write cut short may leave its temporary file; the next run removes it.
+        r = run(["train", "--resume", ck, "--epochs", "1"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith("ck.tmp")], [], leftovers)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -84,8 +84,9 @@ private:
 
 // A loader for evaluation: the data set in index order, no augmentation, the
 // last partial batch kept, normalised with the training loader's statistics
-// (none when `normalization` is empty).
+// (none when `normalization` is empty); bad images skipped with `skip_bad_images`.
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const Dataset> dataset, int64_t batch_size,
-                                         const Normalization& normalization, int threads = 2);
+                                         const Normalization& normalization, int threads = 2,
+                                         bool skip_bad_images = false);
 
 }  // namespace lockstep::data

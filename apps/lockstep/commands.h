@@ -14,6 +14,8 @@ struct EvalSettings {
   std::string checkpoint, data, devices = "all";
   int64_t batch = 256;
   int threads = 2;
+  std::string plot;  // confusion-matrix PNG
+  bool skip_bad_images = false;
 };
 int run_eval(const EvalSettings& settings);
 
@@ -21,6 +23,7 @@ struct PredictSettings {
   std::string checkpoint;
   std::vector<std::string> images;
   int64_t top = 5;
+  bool json = false;  // JSON lines instead of a table
 };
 int run_predict(const PredictSettings& settings);
 

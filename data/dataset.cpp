@@ -1,5 +1,7 @@
 #include "data/dataset.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace lockstep::data {
@@ -51,23 +53,22 @@ Subset::Subset(std::shared_ptr<const Dataset> parent, std::vector<int64_t> indic
 
 std::string Subset::source() const { return parent_->source() + " (" + name_ + ")"; }
 
-void BadFiles::add(const std::string& message) {
-  ++count;
-  if (first.size() < max_listed) first.push_back(message);
+void BadFiles::add(const std::string& path, const std::string& message) {
+  if (!paths_.insert(path).second) return;
+  files.push_back({path, message});
+  count = static_cast<int64_t>(files.size());
 }
 
 void BadFiles::merge(const BadFiles& other) {
-  count += other.count;
-  for (const std::string& m : other.first)
-    if (first.size() < max_listed) first.push_back(m);
+  for (const BadFile& f : other.files) add(f.path, f.message);
 }
 
 std::string BadFiles::summary() const {
   if (count == 0) return "";
   std::string out = "skipped " + std::to_string(count) + " bad image" + (count == 1 ? "" : "s") + ": ";
-  for (size_t i = 0; i < first.size(); ++i) out += (i ? "; " : "") + first[i];
-  if (count > static_cast<int64_t>(first.size()))
-    out += "; and " + std::to_string(count - static_cast<int64_t>(first.size())) + " more";
+  const size_t listed = std::min(files.size(), max_listed);
+  for (size_t i = 0; i < listed; ++i) out += (i ? "; " : "") + files[i].message;
+  if (files.size() > listed) out += "; and " + std::to_string(files.size() - listed) + " more";
   return out;
 }
 

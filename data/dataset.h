@@ -6,6 +6,7 @@
 // must be safe to call concurrently.
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ public:
   virtual std::string source() const = 0;
   // True when every sample is already decoded in memory (reads are cheap).
   virtual bool in_memory() const { return false; }
+  // What names sample `index` to a user: an image's path, or the source and index.
+  virtual std::string sample_name(int64_t index) const { return source() + " sample " + std::to_string(index); }
 
   std::vector<int32_t> labels() const;  // every label, in index order
   std::vector<int64_t> class_counts() const;
@@ -73,6 +76,7 @@ public:
   void read(int64_t index, float* out) const override { parent_->read(indices_[index], out); }
   std::string source() const override;
   bool in_memory() const override { return parent_->in_memory(); }
+  std::string sample_name(int64_t index) const override { return parent_->sample_name(indices_[index]); }
 
   const std::vector<int64_t>& indices() const { return indices_; }
 
@@ -82,18 +86,25 @@ private:
   std::string name_;
 };
 
-// Bad files met and skipped (skip_bad_images): how many, and the messages of
-// the first few, each naming its file.
+// Bad files met and skipped (skip_bad_images): each file once, with the
+// message that names it and says why, however often it was met (a bad image
+// fails again every epoch).
+struct BadFile {
+  std::string path, message;
+};
 struct BadFiles {
-  static constexpr size_t max_listed = 5;
-  int64_t count = 0;
-  std::vector<std::string> first;
+  static constexpr size_t max_listed = 5;  // in summary()
+  int64_t count = 0;                       // files.size()
+  std::vector<BadFile> files;              // in the order met
 
-  void add(const std::string& message);
+  void add(const std::string& path, const std::string& message);  // ignores a path already listed
   void merge(const BadFiles& other);
   bool empty() const { return count == 0; }
-  // "skipped 3 bad images: <message>; <message>; ..." or "" when none.
+  // "skipped 3 bad images: <message>; <message>; ..." (the first max_listed) or "" when none.
   std::string summary() const;
+
+private:
+  std::set<std::string> paths_;
 };
 
 }  // namespace lockstep::data

@@ -241,7 +241,7 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
       const std::string problem = check_header(image, options_.max_pixels);
       if (!problem.empty()) {
         LS_CHECK(options_.skip_bad_images, problem);
-        skipped_.add(problem);
+        skipped_.add(image, problem);
         continue;
       }
       files_.push_back(image);

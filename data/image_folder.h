@@ -53,6 +53,7 @@ public:
   // the image cannot be decoded.
   void read(int64_t index, float* out) const override;
   std::string source() const override { return "image folder " + root_; }
+  std::string sample_name(int64_t index) const override { return files_[index]; }
 
   const std::string& file(int64_t index) const { return files_[index]; }
   const BadFiles& skipped() const { return skipped_; }

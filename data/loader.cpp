@@ -323,7 +323,7 @@ void Loader::worker_loop() {
           break;
         }
         slot.valid[p] = 0;
-        bad.add(e.what());
+        bad.add(dataset_->sample_name(index), e.what());
       } catch (const std::bad_alloc&) {
         error = std::make_exception_ptr(Error("Loader: out of memory reading sample " + std::to_string(index) + " of " +
                                               dataset_->source()));
@@ -353,6 +353,7 @@ void Loader::worker_loop() {
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const Dataset> dataset, int64_t batch_size,
                                          const Normalization& normalization, int threads, bool skip_bad_images) {
   LoaderConfig config;
+  config.skip_bad_images = skip_bad_images;
   config.batch_size = batch_size;
   config.shuffle = false;
   config.drop_last = false;

@@ -6,6 +6,7 @@
 #include "data/idx.h"
 #include "data/image_folder.h"
 #include "data/split.h"
+#include "data/split_folders.h"
 #include "base/error.h"
 
 namespace lockstep::data {
@@ -40,18 +41,6 @@ bool has_sub_folders(const fs::path& dir) {
 void check_image_folder(const std::string& path) {
   LS_CHECK(has_sub_folders(path), "data path ", path, ": no IDX files, no CIFAR-10 batches and no class sub-folders; ",
            kFormats);
-}
-
-// The train/ and test/ (or val/, validation/) halves of a pre-split image
-// folder, or empty strings when `dir` is not laid out that way.
-std::pair<std::string, std::string> presplit_folders(const std::string& dir) {
-  const fs::path train = fs::path(dir) / "train";
-  if (!has_sub_folders(train)) return {};
-  for (const char* name : {"test", "val", "validation"}) {
-    const fs::path test = fs::path(dir) / name;
-    if (has_sub_folders(test)) return {train.string(), test.string()};
-  }
-  return {};
 }
 
 ImageFolderOptions folder_options(const DataOptions& options, std::vector<std::string> classes = {}) {
@@ -98,19 +87,30 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
   }
   check_image_folder(path);
   sets.format = DataFormat::image_folder;
-  auto [train_dir, test_dir] = presplit_folders(path);
-  if (!train_dir.empty()) {
-    auto train = std::make_shared<ImageFolder>(train_dir, folder_options(options));
-    auto test = std::make_shared<ImageFolder>(test_dir, folder_options(options, train->class_names()));
+  const SplitFolders split = find_split_folders(path);
+  if (!split.test.empty()) {
+    auto train = std::make_shared<ImageFolder>(split.train, folder_options(options));
+    auto test = std::make_shared<ImageFolder>(split.test, folder_options(options, train->class_names()));
     sets.skipped.merge(train->skipped());
     sets.skipped.merge(test->skipped());
     sets.train = train;
     sets.test = test;
     return sets;
   }
-  auto folder = std::make_shared<ImageFolder>(path, folder_options(options));
+  // One folder of classes (or a train/ folder alone): split per class.
+  auto folder = std::make_shared<ImageFolder>(split.train.empty() ? path : split.train, folder_options(options));
   sets.skipped = folder->skipped();
+  LS_CHECK(options.test_fraction >= 0.0 && options.test_fraction < 1.0, "test fraction ", options.test_fraction,
+           " is outside [0, 1)");
+  sets.split = true;
+  if (options.test_fraction == 0.0) {
+    sets.train = folder;
+    return sets;
+  }
   TrainTest halves = split_dataset(folder, options.test_fraction, options.split_seed);
+  LS_CHECK(halves.test->size() > 0, "data path ", path, ": a test fraction of ", options.test_fraction,
+           " leaves no test image (", folder->size(), " images in ", folder->num_classes(),
+           " classes); raise --test-fraction or give --test-data");
   sets.train = halves.train;
   sets.test = halves.test;
   return sets;
@@ -132,8 +132,16 @@ DataSets open_test_dataset(const std::string& path, const DataOptions& options,
   }
   check_image_folder(path);
   sets.format = DataFormat::image_folder;
-  auto [train_dir, test_dir] = presplit_folders(path);
-  auto folder = std::make_shared<ImageFolder>(test_dir.empty() ? path : test_dir,
+  const SplitFolders split = find_split_folders(path);
+  if (!split.train.empty() && split.test.empty()) {
+    // A train/ folder alone: its held-out part, as open_dataset splits it.
+    DataSets whole = open_dataset(path, options);
+    LS_CHECK(whole.test != nullptr, "data path ", path, ": ", split.train, " alone, with no test part to evaluate on");
+    sets.test = whole.test;
+    sets.skipped = whole.skipped;
+    return sets;
+  }
+  auto folder = std::make_shared<ImageFolder>(split.test.empty() ? path : split.test,
                                               folder_options(options, train_classes));
   sets.skipped = folder->skipped();
   sets.test = folder;

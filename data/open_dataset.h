@@ -2,8 +2,9 @@
 // Opens a data path by what it holds, so one --data flag serves every format:
 //   IDX files (train-images-idx3-ubyte[.gz] and the other three)  -> IDX
 //   CIFAR-10 batches (data_batch_*.bin, test_batch.bin)           -> CIFAR-10
-//   train/ and test/ (or val/) folders of class sub-folders       -> image folders
-//   any other folder: one sub-folder per class                    -> image folder, split
+//   train/ beside test/, val/, valid/ or validation/ (any case), or
+//   TrainData/ beside ValidationData/: folders of class sub-folders -> image folders
+//   train/ alone, or any other folder: one sub-folder per class     -> image folder, split
 // IDX and CIFAR-10 keep their own test files; a lone image folder is split
 // per class with test_fraction and split_seed.
 #include <cstdint>
@@ -37,6 +38,7 @@ struct DataSets {
   std::shared_ptr<const Dataset> train;  // null from open_test_dataset
   std::shared_ptr<const Dataset> test;
   BadFiles skipped;  // images left out while scanning (skip_bad_images)
+  bool split = false;  // the test set was split off the training folder (test_fraction); null when 0
 };
 
 // Throws lockstep::Error naming the path when it cannot be read or is none of
@@ -44,7 +46,8 @@ struct DataSets {
 DataSets open_dataset(const std::string& path, const DataOptions& options = {});
 
 // A test set on its own (--test-data): the test files of an IDX or CIFAR-10
-// folder, the test/ (or val/) part of a train/test folder, or a whole folder
+// folder, the test part of a split folder (that of a train/ folder alone is
+// split off as open_dataset does, with test_fraction and split_seed), or a whole folder
 // of class sub-folders, labelled by `train_classes` when given so that its
 // labels match the training set's.
 DataSets open_test_dataset(const std::string& path, const DataOptions& options = {},

@@ -5,7 +5,8 @@
 
 namespace lockstep {
 
-Linear::Linear(int64_t out_features, bool bias) : WeightedLayer(bias), out_features_(out_features) {}
+Linear::Linear(int64_t out_features, bool bias, Init weight_init)
+    : WeightedLayer(bias), out_features_(out_features), weight_init_(weight_init) {}
 
 Shape Linear::output_shape(const std::vector<Shape>& inputs) const {
   LS_CHECK(inputs.size() == 1, describe(*this, inputs), "takes one input");
@@ -19,7 +20,7 @@ Shape Linear::output_shape(const std::vector<Shape>& inputs) const {
 
 std::vector<ParamSpec> Linear::parameter_specs(const std::vector<Shape>& inputs) const {
   output_shape(inputs);
-  return weight_bias_specs(Shape{out_features_, inputs[0][0]}, Init::fan_in_uniform);
+  return weight_bias_specs(Shape{out_features_, inputs[0][0]}, weight_init_);
 }
 
 void Linear::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {

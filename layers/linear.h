@@ -8,7 +8,7 @@ namespace lockstep {
 
 class Linear final : public WeightedLayer {
 public:
-  explicit Linear(int64_t out_features, bool bias = true);
+  explicit Linear(int64_t out_features, bool bias = true, Init weight_init = Init::fan_in_uniform);
 
   std::string type() const override { return "linear"; }
   Shape output_shape(const std::vector<Shape>& inputs) const override;
@@ -23,6 +23,7 @@ public:
 
 private:
   int64_t out_features_;
+  Init weight_init_;
 };
 
 }  // namespace lockstep

@@ -45,6 +45,11 @@ void initialize_parameters(ParameterArenas& arenas, uint64_t seed) {
         for (int64_t i = 0; i < n; ++i) p[i] = dist(gen);
         break;
       }
+      case Init::fan_in_normal: {
+        std::normal_distribution<float> dist(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in(e.shape))));
+        for (int64_t i = 0; i < n; ++i) p[i] = dist(gen);
+        break;
+      }
       case Init::fan_out_normal: {
         std::normal_distribution<float> dist(0.0f, std::sqrt(2.0f / static_cast<float>(fan_out(e.shape))));
         for (int64_t i = 0; i < n; ++i) p[i] = dist(gen);

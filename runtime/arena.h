@@ -17,6 +17,7 @@ enum class Init {
   ones,
   fan_in_uniform,   // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's default for conv/linear
   fan_out_normal,   // N(0, 2/fan_out), He et al. for ResNet convolutions
+  fan_in_normal,    // N(0, 2/fan_in), He et al.: keeps the signal through a stack of linear + ReLU
 };
 
 struct ParamSpec {

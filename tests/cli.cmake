@@ -27,3 +27,13 @@ lockstep_cli_tests(test_cli_outputs.py CliOutputs
   test_max_image_pixels_and_argument_errors_name_the_option
   test_a_second_run_on_one_checkpoint_is_refused_naming_the_first
   test_ctrl_c_twice_stops_at_once_and_keeps_the_checkpoint)
+# Issue 16: models on image folders and CIFAR-10 files, --test-fraction, --time-limit, pictures, skipped files, predict.
+lockstep_cli_tests(test_cli.py Cli
+  test_resnet50_trains_an_epoch_on_a_5_class_jpeg_folder_split_by_test_fraction
+  test_vgg_f_trains_an_epoch_on_3_classes_laid_out_as_traindata_and_validationdata
+  test_deep_cnn_trains_an_epoch_on_cifar10_files
+  test_time_limit_stops_in_its_window_with_a_checkpoint_that_resumes
+  test_training_curve_png_is_redrawn_after_every_epoch
+  test_skip_bad_images_names_every_skipped_file_in_train_and_test
+  test_split_folder_names_and_ambiguous_layouts
+  test_predict_takes_folders_and_writes_json_lines)

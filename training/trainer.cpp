@@ -54,6 +54,9 @@ void Trainer::resume(const LoadedCheckpoint& checkpoint, const std::string& path
 bool Trainer::run() {
   const int64_t batches = train_.batches_per_epoch();
   LS_CHECK(batches > 0, "the training set gives no batch");
+  LS_CHECK(config_.time_limit_seconds >= 0.0, "the time limit must not be negative, got ", config_.time_limit_seconds);
+  const auto run_start = Clock::now();
+  time_limit_reached_ = false;
   while (epoch_ < config_.epochs) {
     train_.start_epoch(epoch_, batch_in_epoch_);
     replicas_.reset_phase_times();
@@ -63,7 +66,9 @@ bool Trainer::run() {
     const int64_t first_batch = batch_in_epoch_;
     HostBatch batch;
     for (;;) {
-      if (stop_requested_.load()) {
+      if (config_.time_limit_seconds > 0.0 && since(run_start) >= config_.time_limit_seconds)
+        time_limit_reached_ = true;
+      if (stop_requested_.load() || time_limit_reached_) {
         train_.stop();
         if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
         return false;
@@ -84,6 +89,7 @@ bool Trainer::run() {
       epoch_metrics += m;
       ++batch_in_epoch_;
       if (on_step) on_step(step(), step_loss);
+      if (on_step_metrics) on_step_metrics(step(), m);
       if (on_progress && (batch_in_epoch_ % config_.progress_every == 0 || batch_in_epoch_ == batches)) {
         double elapsed = since(epoch_start);
         Progress p;
@@ -130,6 +136,7 @@ Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data) {
   Evaluation e;
   e.class_total.assign(classes, 0);
   e.class_correct.assign(classes, 0);
+  e.confusion.assign(static_cast<size_t>(classes * classes), 0);
   StepMetrics sums;
   Context host(Device::cpu());  // the logits come back to the host: the loss is summed there
   data.start_epoch(0, 0);
@@ -142,8 +149,10 @@ Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data) {
     sums += ops::softmax_cross_entropy(host, Tensor::from_vector(Shape{batch.count, classes}, logits),
                                        Tensor::from_labels(labels), 1.0f, nullptr);
     for (int64_t i = 0; i < batch.count; ++i) {
+      const int predicted = row_argmax(logits.data() + i * classes, static_cast<int>(classes));
       e.class_total[labels[i]] += 1;
-      if (row_argmax(logits.data() + i * classes, static_cast<int>(classes)) == labels[i]) e.class_correct[labels[i]] += 1;
+      e.confusion[static_cast<size_t>(labels[i] * classes + predicted)] += 1;
+      if (predicted == labels[i]) e.class_correct[labels[i]] += 1;
     }
     e.count += batch.count;
   }

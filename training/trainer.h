@@ -25,6 +25,9 @@ struct TrainerConfig {
   std::vector<std::string> class_names;
   std::map<std::string, std::string> checkpoint_extra;  // settings saved with each checkpoint
   int64_t progress_every = 10;             // steps between progress callbacks
+  // Wall seconds from the start of run() after which training stops at the
+  // next step boundary, as a stop request would (0: no limit).
+  double time_limit_seconds = 0.0;
 };
 
 struct Progress {
@@ -42,6 +45,7 @@ struct Evaluation {
   double loss = 0.0, accuracy = 0.0;
   int64_t count = 0;
   std::vector<int64_t> class_total, class_correct;
+  std::vector<int64_t> confusion;  // [true class][predicted class], row-major
 };
 
 struct EpochSummary {
@@ -66,13 +70,17 @@ public:
   std::function<void(const std::string&)> on_checkpoint;  // path, after each save
   // Called with each step's mean loss (for tests and metrics files).
   std::function<void(int64_t step, double loss)> on_step;
+  // Called with each step's sums (loss, correct, count) over every replica.
+  std::function<void(int64_t step, const StepMetrics&)> on_step_metrics;
 
   // Continues from a checkpoint: loads it into replica 0, broadcasts, and
   // takes up its epoch, step and position in the epoch.
   void resume(const LoadedCheckpoint& checkpoint, const std::string& path);
-  // Trains until every epoch is done (true) or a stop was requested (false;
-  // a checkpoint was then written when a path is set).
+  // Trains until every epoch is done (true) or a stop was requested or the
+  // time limit passed (false; a checkpoint was then written when a path is set).
   bool run();
+  // After run() returned false: whether the time limit (not a request) stopped it.
+  bool time_limit_reached() const { return time_limit_reached_; }
   // Asks run() to stop after the current step; safe from any thread or a
   // signal handler.
   void request_stop() { stop_requested_.store(true); }
@@ -92,6 +100,7 @@ private:
   int64_t epoch_ = 0;          // epochs completed
   int64_t batch_in_epoch_ = 0; // batches of epoch_ already done
   std::atomic<bool> stop_requested_{false};
+  bool time_limit_reached_ = false;
 };
 
 }  // namespace lockstep

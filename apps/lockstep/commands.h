@@ -15,6 +15,8 @@ struct EvalSettings {
   int64_t batch = 256;
   int threads = 2;
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;
+  std::string plot;  // confusion-matrix PNG
+  bool skip_bad_images = false;
 };
 int run_eval(const EvalSettings& settings);
 
@@ -23,6 +25,7 @@ struct PredictSettings {
   std::vector<std::string> images;
   int64_t top = 5;
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;
+  bool json = false;  // JSON lines instead of a table
 };
 int run_predict(const PredictSettings& settings);
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "confusion_plot.h"
 #include "data/loader.h"
 #include "training/checkpoint.h"
 #include "base/error.h"
@@ -15,18 +16,31 @@ namespace lockstep::app {
 int run_eval(const EvalSettings& s) {
   LoadedCheckpoint ck = read_checkpoint(s.checkpoint);
   const auto& extra = ck.info.extra;
-  std::string data_path = !s.data.empty() ? s.data : extra.count("data") ? extra.at("data") : data::default_data_path();
+  auto meta = [&](const char* key) { return extra.count(key) ? extra.at(key) : std::string(); };
   LS_CHECK(s.batch >= 1, "--batch must be at least 1, got ", s.batch);
 
   data::DataOptions options;
   options.max_image_pixels = s.max_image_pixels;
   parse_input_shape(extra.count("input") ? extra.at("input") : "3x32x32", options.channels, options.height,
                     options.width);
-  data::DataSets sets = data::open_test_dataset(data_path, options, ck.info.class_names);
-  LS_CHECK(sets.test != nullptr, "no test set found at ", data_path);
+  options.skip_bad_images = s.skip_bad_images;
+  // The training run's split, so that a folder split for training is
+  // evaluated on its held-out part, not on images the model trained on.
+  options.split_seed = ck.info.seed;
+  if (!meta("test_fraction").empty()) options.test_fraction = std::stod(meta("test_fraction"));
+  std::string data_path = s.data;
+  data::DataSets sets;
+  if (data_path.empty() && !meta("test_data").empty()) data_path = meta("test_data");
+  if (!data_path.empty()) {
+    sets = data::open_test_dataset(data_path, options, ck.info.class_names);
+  } else {
+    data_path = !meta("data").empty() ? meta("data") : data::default_data_path();
+    sets = data::open_dataset(data_path, options);
+  }
+  LS_CHECK(sets.test != nullptr, "no test set found at ", data_path, " (trained without one)");
   data::Normalization norm;
   if (extra.count("normalization")) norm = normalization_from_json(extra.at("normalization"));
-  auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads);
+  auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads, s.skip_bad_images);
 
   std::vector<Device> devices = resolve_devices(s.devices, 1, true);
   std::string spec = ck.info.model_spec;
@@ -42,7 +56,19 @@ int run_eval(const EvalSettings& s) {
   Evaluation e = evaluate_model(replicas, *loader);
   std::printf("%s on %s: loss %.4f accuracy %.2f%% (%lld samples)\n", spec.c_str(), data_path.c_str(), e.loss,
               100.0 * e.accuracy, static_cast<long long>(e.count));
-  ProgressReporter(1, s.threads, "", false).per_class_table(e, ck.info.class_names);
+  ProgressReporter reporter(1, s.threads, "", false);
+  data::BadFiles skipped = sets.skipped;
+  skipped.merge(loader->skipped());
+  reporter.skipped(skipped, "");
+  reporter.per_class_table(e, ck.info.class_names);
+  if (!s.plot.empty()) {
+    char accuracy[32];
+    std::snprintf(accuracy, sizeof accuracy, "%.2f%%", 100.0 * e.accuracy);
+    const std::string problem = draw_confusion_matrix(
+        s.plot, spec + " on " + data_path + ": accuracy " + accuracy, e.confusion, ck.info.class_names);
+    LS_CHECK(problem.empty(), "--plot ", s.plot, ": ", problem);
+    std::printf("confusion matrix: %s\n", s.plot.c_str());
+  }
   return 0;
 }
 

@@ -73,6 +73,14 @@ int main(int argc, char** argv) {
                              "refuse images whose header declares more pixels (default PIL's 178956970)")
            ->check(CLI::PositiveNumber),
        "--max-image-pixels");
+  flag(train_cmd->add_option("--test-fraction", train.test_fraction,
+                             "a single class folder: share of each class held out for testing (default 0.1)"),
+       "--test-fraction");
+  flag(train_cmd->add_option("--time-limit", train.time_limit,
+                             "stop past this wall time (20s, 10m, 1h), evaluate, write the checkpoint"),
+       "--time-limit");
+  flag(train_cmd->add_option("--plot", train.plot, "training-curve PNG (default: the checkpoint's name, .png)"),
+       "--plot");
 
   EvalSettings eval;
   CLI::App* eval_cmd = app.add_subcommand("eval", "loss, accuracy and per-class accuracy of a checkpoint");
@@ -83,14 +91,17 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--threads", eval.threads, "loader threads")->check(CLI::PositiveNumber);
   eval_cmd->add_option("--max-image-pixels", eval.max_image_pixels, "refuse images declaring more pixels")
       ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--plot", eval.plot, "write the confusion matrix as this PNG");
+  eval_cmd->add_flag("--skip-bad-images", eval.skip_bad_images, "skip undecodable images, report them");
 
   PredictSettings predict;
-  CLI::App* predict_cmd = app.add_subcommand("predict", "top-5 classes of image files");
+  CLI::App* predict_cmd = app.add_subcommand("predict", "top-5 classes of image files and folders of them");
   predict_cmd->add_option("--checkpoint", predict.checkpoint, "checkpoint to predict with")->required();
   predict_cmd->add_option("--top", predict.top, "classes to show")->check(CLI::PositiveNumber);
-  predict_cmd->add_option("images", predict.images, "image files")->required();
+  predict_cmd->add_flag("--json", predict.json, "one JSON object per image instead of a table");
   predict_cmd->add_option("--max-image-pixels", predict.max_image_pixels, "refuse images declaring more pixels")
       ->check(CLI::PositiveNumber);
+  predict_cmd->add_option("images", predict.images, "image files, or folders searched for images")->required();
 
   app.add_subcommand("info", "devices and CUDA, driver, cuDNN and NCCL versions");
 

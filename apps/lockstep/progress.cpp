@@ -41,8 +41,20 @@ void ProgressReporter::write_json(const std::string& line) {
   metrics_.flush();
 }
 
-void ProgressReporter::step_loss(int64_t step, double loss) {
-  write_json(nlohmann::json{{"type", "step"}, {"step", step}, {"loss", loss}}.dump());
+void ProgressReporter::step_loss(int64_t step, double loss, double accuracy) {
+  write_json(nlohmann::json{{"type", "step"}, {"step", step}, {"loss", loss}, {"accuracy", accuracy}}.dump());
+}
+
+void ProgressReporter::skipped(const data::BadFiles& files, const std::string& metrics_path) {
+  if (files.empty()) return;
+  break_line();
+  std::fprintf(stderr, "%s\n", files.summary().c_str());
+  if (files.count > static_cast<int64_t>(data::BadFiles::max_listed))
+    std::fprintf(stderr, "%s\n",
+                 metrics_path.empty() ? "(--metrics PATH lists every skipped file)"
+                                      : ("(every skipped file is listed in " + metrics_path + ")").c_str());
+  for (const data::BadFile& f : files.files)
+    write_json(nlohmann::json{{"type", "skipped"}, {"file", f.path}, {"reason", f.message}}.dump());
 }
 
 void ProgressReporter::step(const Progress& p) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset.h"
 #include "training/trainer.h"
 
 namespace lockstep::app {
@@ -18,7 +19,10 @@ public:
   ~ProgressReporter();
 
   void step(const Progress& p);                  // every few steps: the bar or a line
-  void step_loss(int64_t step, double loss);     // every step: a metrics line
+  void step_loss(int64_t step, double loss, double accuracy);  // every step: a metrics line
+  // Bad images left out (--skip-bad-images): the count and the first few on
+  // stderr, every one of them as a line of the metrics file.
+  void skipped(const data::BadFiles& files, const std::string& metrics_path);
   void epoch(const EpochSummary& s);
   void per_class_table(const Evaluation& e, const std::vector<std::string>& class_names);
   // Ends a progress bar line before other output.

@@ -57,7 +57,9 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"input", s.input},
           {"limit", std::to_string(s.limit)},
           {"test_limit", std::to_string(s.test_limit)},
-          {"drop_last", s.drop_last ? "1" : "0"}};
+          {"drop_last", s.drop_last ? "1" : "0"},
+          {"test_fraction", exact(s.test_fraction)},
+          {"plot", s.plot}};
 }
 
 std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
@@ -89,6 +91,8 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("limit", "--limit", [&](const std::string& v) { s.limit = std::stoll(v); });
   take("test_limit", "--test-limit", [&](const std::string& v) { s.test_limit = std::stoll(v); });
   take("drop_last", "--drop-last", [&](const std::string& v) { s.drop_last = v == "1"; });
+  take("test_fraction", "--test-fraction", [&](const std::string& v) { s.test_fraction = std::stod(v); });
+  take("plot", "--plot", [&](const std::string& v) { s.plot = v; });
   return settled;
 }
 

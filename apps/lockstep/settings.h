@@ -42,6 +42,9 @@ struct TrainSettings {
   bool drop_last = false;
   bool force = false;           // --checkpoint/--metrics may overwrite a file of another kind (never an input)
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // images declaring more are refused
+  double test_fraction = 0.1;   // a single class folder: the share of each class held out for testing
+  std::string time_limit;       // "10m", "1h", "20s": stop, evaluate and checkpoint past it (empty: none)
+  std::string plot;             // training-curve PNG (empty: beside the checkpoint)
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

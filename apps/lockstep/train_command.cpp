@@ -8,10 +8,13 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <unistd.h>
 
 #include "commands.h"
+#include "duration.h"
+#include "training_curve.h"
 #include "data/loader.h"
 #include "base/error.h"
 #include "training/checkpoint_lock.h"
@@ -80,7 +83,20 @@ void validate(const TrainSettings& s) {
   LS_CHECK(s.threads >= 1, "--threads must be at least 1, got ", s.threads);
   LS_CHECK(s.augment == "none" || s.augment == "crop-flip", "--augment ", s.augment, ": expected none or crop-flip");
   LS_CHECK(s.max_image_pixels >= 1, "--max-image-pixels must be at least 1, got ", s.max_image_pixels);
+  LS_CHECK(s.test_fraction >= 0.0 && s.test_fraction < 1.0, "--test-fraction must lie in [0, 1), got ",
+           s.test_fraction);
+  if (!s.time_limit.empty()) parse_duration(s.time_limit, "--time-limit");
   parse_schedule(s.schedule);
+}
+
+bool was_given(const std::vector<std::string>& given, const char* flag) {
+  return std::find(given.begin(), given.end(), flag) != given.end();
+}
+
+// The training-curve PNG: --plot, or the checkpoint's name with .png.
+std::string curve_path(const TrainSettings& s) {
+  if (!s.plot.empty()) return s.plot;
+  return std::filesystem::path(s.checkpoint).replace_extension(".png").string();
 }
 
 }  // namespace
@@ -119,8 +135,20 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   data_options.skip_bad_images = s.skip_bad_images;
   data_options.max_image_pixels = s.max_image_pixels;
   data_options.split_seed = s.seed;
+  LS_CHECK(s.test_data.empty() || !was_given(given, "--test-fraction"),
+           "--test-fraction splits a single class folder; it does not go with --test-data ", s.test_data);
+  // With a separate test set a single class folder is not split: all of it trains.
+  data_options.test_fraction = s.test_data.empty() ? s.test_fraction : 0.0;
   data::DataSets sets = data::open_dataset(s.data, data_options);
-  if (!s.test_data.empty()) sets.test = data::open_test_dataset(s.test_data, data_options, sets.train->class_names()).test;
+  LS_CHECK(sets.split || !was_given(given, "--test-fraction"), "--test-fraction splits a single class folder, but ",
+           s.data, sets.format == data::DataFormat::image_folder
+                       ? std::string(" is already split into train and test folders")
+                       : std::string(" has its own test files (") + data::format_name(sets.format) + ")");
+  if (!s.test_data.empty()) {
+    data::DataSets separate = data::open_test_dataset(s.test_data, data_options, sets.train->class_names());
+    sets.test = separate.test;
+    sets.skipped.merge(separate.skipped);
+  }
   auto train_set = limit_dataset(sets.train, s.limit);
   auto test_set = sets.test ? limit_dataset(sets.test, s.test_limit) : nullptr;
 
@@ -171,6 +199,7 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   config.class_names = train_set->class_names();
   config.checkpoint_extra = to_metadata(s);
   config.checkpoint_extra["normalization"] = normalization_to_json(train_loader.normalization());
+  if (!s.time_limit.empty()) config.time_limit_seconds = parse_duration(s.time_limit, "--time-limit");
   Trainer trainer(replicas, train_loader, test_loader.get(), config);
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
 
@@ -187,12 +216,31 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   std::fflush(stdout);
 
   ProgressReporter reporter(s.epochs, s.threads, s.metrics, !s.resume.empty());
+  reporter.skipped(sets.skipped, s.metrics);
   Evaluation last_test;
+  const std::string curve_png = curve_path(s);
+  TrainingCurve curve(spec + " on " + s.data);
+  bool curve_warned = false;
+  auto draw_curve = [&] {
+    const std::string problem = curve.draw(curve_png);
+    if (!problem.empty() && !curve_warned) {
+      reporter.break_line();
+      std::fprintf(stderr, "notice: no training-curve picture %s: %s\n", curve_png.c_str(), problem.c_str());
+      curve_warned = true;
+    }
+  };
   trainer.on_progress = [&](const Progress& p) { reporter.step(p); };
-  trainer.on_step = [&](int64_t step, double loss) { reporter.step_loss(step, loss); };
+  trainer.on_step_metrics = [&](int64_t step, const StepMetrics& m) {
+    const double loss = m.loss_sum / std::max<int64_t>(m.count, 1);
+    const double accuracy = static_cast<double>(m.correct) / std::max<int64_t>(m.count, 1);
+    reporter.step_loss(step, loss, accuracy);
+    curve.add_step(step, loss, accuracy);
+  };
   trainer.on_epoch = [&](const EpochSummary& e) {
     reporter.epoch(e);
     if (e.has_test) last_test = e.test;
+    curve.add_epoch(trainer.step(), e.has_test, e.test.loss, e.test.accuracy);
+    draw_curve();
   };
 
   bool finished = false;
@@ -202,12 +250,33 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   }
   reporter.break_line();
 
-  std::string skipped = train_loader.skipped().summary();
-  if (!skipped.empty()) std::fprintf(stderr, "%s\n", skipped.c_str());
-  // Counted over every evaluation (and the check before training).
-  std::string skipped_test = test_loader ? test_loader->skipped().summary() : "";
-  if (!skipped_test.empty()) std::fprintf(stderr, "test set: %s\n", skipped_test.c_str());
+  data::BadFiles loaded_skipped = train_loader.skipped();
+  if (test_loader) loaded_skipped.merge(test_loader->skipped());
+  reporter.skipped(loaded_skipped, s.metrics);
+  if (!finished && trainer.time_limit_reached()) {
+    // Past the time limit: evaluate where training stopped (unless an epoch
+    // just ended and was evaluated), draw the curve, say how to go on.
+    const CheckpointInfo at = trainer.checkpoint_info();
+    if (test_loader && at.batch_in_epoch > 0) {
+      last_test = trainer.evaluate(*test_loader);
+      std::printf("time limit %s reached: test loss %.4f acc %.2f%% at epoch %lld, batch %lld (step %lld)\n",
+                  s.time_limit.c_str(), last_test.loss, 100.0 * last_test.accuracy,
+                  static_cast<long long>(at.epoch + 1), static_cast<long long>(at.batch_in_epoch),
+                  static_cast<long long>(at.step));
+      curve.add_epoch(at.step, true, last_test.loss, last_test.accuracy);
+    } else {
+      std::printf("time limit %s reached at the end of epoch %lld (step %lld)\n", s.time_limit.c_str(),
+                  static_cast<long long>(at.epoch), static_cast<long long>(at.step));
+    }
+    draw_curve();
+    if (last_test.count > 0) reporter.per_class_table(last_test, train_set->class_names());
+    std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s\n",
+                s.checkpoint.c_str(), s.checkpoint.c_str(), s.time_limit.c_str());
+    std::printf("training curve: %s\n", curve_png.c_str());
+    return 0;
+  }
   if (!finished) {
+    draw_curve();
     std::printf("stopped at epoch %lld, batch %lld (step %lld); checkpoint written to %s\n"
                 "resume with: lockstep train --resume %s\n",
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(trainer.checkpoint_info().batch_in_epoch),
@@ -215,7 +284,7 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     return 130;
   }
   if (last_test.count > 0) reporter.per_class_table(last_test, train_set->class_names());
-  std::printf("checkpoint: %s\n", s.checkpoint.c_str());
+  std::printf("checkpoint: %s\ntraining curve: %s\n", s.checkpoint.c_str(), curve_png.c_str());
   return 0;
 }
 

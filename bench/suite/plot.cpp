@@ -1,45 +1,28 @@
 #include "plot.h"
 
-#include <unistd.h>
+#include "base/gnuplot.h"
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace lockstep::bench {
 
 namespace {
 
-// gnuplot single-quoted strings escape a quote by doubling it.
-std::string quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string number(double v) {
-  if (!std::isfinite(v)) return "?";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+using gnuplot::number;
+using gnuplot::quoted;
 
 std::string fmt_series(size_t i, const std::string& title) {
   return "$d" + std::to_string(i) + " using 1:2 with linespoints lw 2 pt 7 title " + quoted(title);
 }
 
-bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
-std::string header(const std::string& terminal, const std::string& png, const PlotSpec& spec) {
+std::string header(const PlotSpec& spec) {
   std::ostringstream s;
-  s << "set terminal " << terminal << " size 1000,620 noenhanced font ',11'\n"
-    << "set output " << quoted(png) << "\n"
-    << "set title " << quoted(spec.title) << "\n"
+  s << "set title " << quoted(spec.title) << "\n"
     << "set xlabel " << quoted(spec.xlabel) << "\n"
     << "set ylabel " << quoted(spec.ylabel) << "\n"
-    << "set grid\nset key bmargin center horizontal maxrows 2\nset bmargin 6\nset offsets 0, 0, graph 0.08, 0\nset datafile missing '?'\n";
+    << "set grid\nset key bmargin center horizontal maxrows 2\nset bmargin 6\nset offsets 0, 0, graph 0.08, 0\n";
   if (spec.logx) s << "set logscale x " << spec.logx_base << "\n";
   if (spec.logy) s << "set logscale y 10\n";
   else if (spec.y_from_zero) s << "set yrange [0:*]\n";
@@ -48,39 +31,11 @@ std::string header(const std::string& terminal, const std::string& png, const Pl
   return s.str();
 }
 
-// Runs the script with the cairo terminal, then with the libgd one, and
-// checks that the PNG came out non-empty.
 std::string draw(const std::string& png, const std::string& body, const PlotSpec& spec,
                  std::vector<std::string>& notes) {
-  if (!have_gnuplot()) {
-    notes.push_back("no PNG: gnuplot is not on PATH (Debian package gnuplot-nox, installed by scripts/setup)");
-    return "";
-  }
-  std::filesystem::path out(png);
-  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  std::filesystem::remove(out);
-  const std::string script = png + ".gp";
-  std::string last_output;
-  for (const char* terminal : {"pngcairo", "png"}) {
-    {
-      std::ofstream f(script);
-      f << header(terminal, png, spec) << body;
-    }
-    std::string cmd = "gnuplot " + quoted(script) + " 2>&1";
-    FILE* pipe = popen(cmd.c_str(), "r");
-    last_output.clear();
-    if (pipe) {
-      char buf[512];
-      while (std::fgets(buf, sizeof buf, pipe)) last_output += buf;
-      pclose(pipe);
-    }
-    std::error_code ec;
-    if (std::filesystem::exists(out, ec) && std::filesystem::file_size(out, ec) > 0) {
-      std::filesystem::remove(script, ec);
-      return png;
-    }
-  }
-  notes.push_back("no PNG: gnuplot failed (script kept in " + script + "): " + last_output.substr(0, 300));
+  const std::string problem = gnuplot::draw_png(png, 1000, 620, header(spec) + body);
+  if (problem.empty()) return png;
+  notes.push_back("no PNG: " + problem);
   return "";
 }
 

@@ -46,6 +46,45 @@ def step_losses(path):
     return {d["step"]: d["loss"] for d in lines if d["type"] == "step"}
 
 
+def write_jpeg_classes(root, classes, per_class, size, seed=0, ext=".jpg"):
+    """One sub-folder per class of `per_class` JPEGs, size x size, with PIL.
+
+    Each class has its own colour and stripe direction, plus noise, so that a
+    model can tell them apart."""
+    from PIL import Image
+    import random
+    rng = random.Random(seed)
+    palette = [(220, 40, 40), (40, 200, 60), (50, 60, 230), (230, 210, 40), (200, 60, 210), (40, 210, 210)]
+    for c, name in enumerate(classes):
+        os.makedirs(os.path.join(root, name), exist_ok=True)
+        for i in range(per_class):
+            img = Image.new("RGB", (size, size))
+            px = img.load()
+            r0, g0, b0 = palette[c % len(palette)]
+            for y in range(size):
+                for x in range(size):
+                    band = ((x if c % 2 else y) // max(1, size // 8)) % 2
+                    n = rng.randint(-30, 30)
+                    k = 1.0 if band else 0.5
+                    px[x, y] = (max(0, min(255, int(r0 * k) + n)), max(0, min(255, int(g0 * k) + n)),
+                                max(0, min(255, int(b0 * k) + n)))
+            img.save(os.path.join(root, name, "%03d%s" % (i, ext)), quality=90)
+
+
+def png_size(path):
+    """(width, height) of a PNG file, from its IHDR chunk; fails on anything else."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", "%s is not a PNG" % path
+    assert head[12:16] == b"IHDR"
+    return struct.unpack(">II", head[16:24])
+
+
+def metrics_lines(path, kind):
+    with open(path) as f:
+        return [d for d in (json.loads(line) for line in f if line.strip()) if d["type"] == kind]
+
+
 class Cli(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory(prefix="lockstep-cli-")
@@ -199,8 +238,9 @@ class Cli(unittest.TestCase):
         p = run(["predict", "--checkpoint", ck, image], self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
-        self.assertEqual(lines[0], image)
-        probabilities = [float(l.split("%")[0]) for l in lines[1:6]]
+        self.assertTrue(lines[0].startswith("image"), p.stdout)  # a table: header, one row per image
+        self.assertTrue(lines[1].startswith(image), p.stdout)
+        probabilities = [float(v) for v in re.findall(r"([0-9.]+)%", lines[1])]
         self.assertEqual(len(probabilities), 5)
         self.assertEqual(probabilities, sorted(probabilities, reverse=True))
         self.assertLessEqual(sum(probabilities), 100.01)
@@ -239,6 +279,233 @@ class Cli(unittest.TestCase):
                 self.assertIn(needle, lines[0])
         with open(ck, "rb") as f:
             self.assertEqual(f.read(), before)
+
+    # Issue 16: the workloads users bring.
+
+    def need_pil(self):
+        try:
+            import PIL  # noqa: F401
+        except ImportError:
+            self.fail("PIL is not importable from this interpreter (Debian's python3-pil, scripts/setup)")
+
+    def test_resnet50_trains_an_epoch_on_a_5_class_jpeg_folder_split_by_test_fraction(self):
+        self.need_pil()
+        photos = self.path("flowers")
+        classes = ["daisy", "dandelion", "roses", "sunflowers", "tulips"]
+        write_jpeg_classes(photos, classes, 10, 120)
+        ck = self.path("flowers.safetensors")
+        r = run(["train", "--devices", "cpu", "--data", photos, "--model", "resnet50", "--input", "3x100x100",
+                 "--test-fraction", "0.1", "--epochs", "1", "--batch", "15", "--lr", "0.02", "--checkpoint", ck],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # 90/10 per class: 9 of each class train, 1 of each tests.
+        self.assertIn("resnet50 3x100x100 5", r.stdout)
+        self.assertIn("45 training samples, 5 test", r.stdout)
+        self.assertRegex(r.stdout, r"epoch 1/1: train loss [0-9.]+ acc [0-9.]+% \| test loss [0-9.]+ acc")
+        for name in classes:
+            self.assertRegex(r.stdout, r"\n%s +[0-9.]+%%  [01]/1\n" % name)
+        self.assertEqual(png_size(self.path("flowers.png")), (900, 640))
+        # The checkpoint remembers the split: eval takes the same 5 held-out images.
+        e = run(["eval", "--checkpoint", ck, "--devices", "cpu", "--plot", self.path("confusion.png")], self.tmp)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        self.assertIn("(5 samples)", e.stdout)
+        self.assertEqual(png_size(self.path("confusion.png")), (650, 500))
+        # Another fraction, another seed: stratified and seeded, so 3 of 10 per class test.
+        r = run(["train", "--devices", "cpu", "--data", photos, "--model", "mlp", "--input", "3x16x16",
+                 "--test-fraction", "0.3", "--epochs", "1", "--seed", "3", "--checkpoint", self.path("mlp.ck")],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("35 training samples, 15 test", r.stdout)
+        bad = run(["train", "--devices", "cpu", "--data", photos, "--test-fraction", "1.5"], self.tmp)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("--test-fraction", bad.stderr)
+        fmnist = run(["train"] + QUICK + ["--test-fraction", "0.2"], self.tmp)
+        self.assertEqual(fmnist.returncode, 1)
+        self.assertIn("its own test files", fmnist.stderr)
+
+    def test_vgg_f_trains_an_epoch_on_3_classes_laid_out_as_traindata_and_validationdata(self):
+        self.need_pil()
+        root = self.path("vggf")
+        classes = ["cats", "dogs", "horses"]
+        write_jpeg_classes(os.path.join(root, "TrainData"), classes, 4, 64)
+        write_jpeg_classes(os.path.join(root, "ValidationData"), classes, 2, 64, seed=1)
+        ck = self.path("vggf.safetensors")
+        r = run(["train", "--devices", "cpu", "--data", root, "--model", "vgg-f", "--input", "3x64x64",
+                 "--epochs", "1", "--batch", "6", "--lr", "0.01", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("vgg-f 3x64x64 3", r.stdout)
+        self.assertIn("12 training samples, 6 test", r.stdout)
+        self.assertRegex(r.stdout, r"epoch 1/1: train loss [0-9.]+ acc [0-9.]+% \| test loss [0-9.]+ acc")
+        self.assertRegex(r.stdout, r"all +[0-9.]+%  \(loss [0-9.]+ over 6 samples\)")
+
+    def test_deep_cnn_trains_an_epoch_on_cifar10_files(self):
+        import random
+        rng = random.Random(5)
+        cifar = self.path("cifar-10-batches-bin")
+        os.makedirs(cifar)
+
+        def batch(name, count):
+            with open(os.path.join(cifar, name), "wb") as f:
+                for i in range(count):
+                    label = i % 10
+                    # Class k: a bright k-th row band in the red plane, noise elsewhere.
+                    pixels = bytearray(rng.randrange(60) for _ in range(3072))
+                    for x in range(32):
+                        for y in range(3 * label, 3 * label + 3):
+                            pixels[y * 32 + x] = 230
+                    f.write(bytes([label]) + bytes(pixels))
+        for b in range(1, 3):
+            batch("data_batch_%d.bin" % b, 20)
+        batch("test_batch.bin", 20)
+        ck = self.path("cifar.safetensors")
+        r = run(["train", "--devices", "cpu", "--data", self.tmp, "--model", "deep-cnn", "--epochs", "1",
+                 "--batch", "20", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("deep-cnn 3x32x32 10", r.stdout)
+        self.assertIn("(CIFAR-10, 40 training samples, 20 test)", r.stdout)
+        self.assertRegex(r.stdout, r"epoch 1/1: train loss [0-9.]+ acc [0-9.]+% \| test loss [0-9.]+ acc")
+        self.assertIn("airplane", r.stdout)
+        # A run with a checkpoint draws its curve beside it.
+        self.assertEqual(png_size(self.path("cifar.png")), (900, 640))
+
+    def test_time_limit_stops_in_its_window_with_a_checkpoint_that_resumes(self):
+        # A 5 s limit on a run of 1000 epochs (20 mlp steps each): CI cannot wait for the
+        # issue's 20 s; the window scales with it: it must end within [5 s, 10 s).
+        ck = self.path("ck.safetensors")
+        metrics = self.path("m.jsonl")
+        start = time.time()
+        r = run(["train"] + QUICK + ["--epochs", "1000", "--time-limit", "5s", "--checkpoint", ck,
+                                     "--metrics", metrics], self.tmp)
+        elapsed = time.time() - start
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreaterEqual(elapsed, 5.0)
+        self.assertLess(elapsed, 10.0, r.stdout)
+        self.assertIn("time limit 5s reached", r.stdout)
+        self.assertIn("resume with: lockstep train --resume %s --time-limit 5s" % ck, r.stdout)
+        self.assertRegex(r.stdout, r"\nall +[0-9.]+%  \(loss [0-9.]+ over 500 samples\)")
+        meta, _, _ = read_safetensors(ck)
+        stopped_at = int(meta["step"])
+        self.assertEqual(max(step_losses(metrics)), stopped_at)
+        self.assertGreater(stopped_at, 0)
+        epoch = int(meta["epoch"])
+        # Resume to the end of the next epoch: the steps go on from where they stopped.
+        r = run(["train", "--resume", ck, "--epochs", str(epoch + 1), "--metrics", metrics], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("resuming from %s" % ck, r.stdout)
+        self.assertEqual(sorted(step_losses(metrics)), list(range(1, 20 * (epoch + 1) + 1)))
+        bad = run(["train"] + QUICK + ["--time-limit", "5 minutes"], self.tmp)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("--time-limit 5 minutes", bad.stderr)
+
+    def test_training_curve_png_is_redrawn_after_every_epoch(self):
+        # simple-cnn on 640 samples: epochs of a second or so, long enough to see each picture.
+        args = [{"mlp": "simple-cnn", "1280": "640", "500": "200"}.get(a, a) for a in QUICK]
+        png = self.path("curve/run.png")
+        metrics = self.path("m.jsonl")
+        proc = subprocess.Popen([BIN, "train"] + args + ["--epochs", "3", "--checkpoint", self.path("ck"),
+                                                         "--plot", png, "--metrics", metrics],
+                                cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        versions = []  # (epochs finished when seen, bytes)
+        deadline = time.time() + 300
+        while proc.poll() is None and time.time() < deadline:
+            if os.path.exists(png):
+                with open(png, "rb") as f:
+                    blob = f.read()
+                if not versions or versions[-1][1] != blob:
+                    versions.append((len(metrics_lines(metrics, "epoch")), blob))
+            time.sleep(0.02)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err)
+        with open(png, "rb") as f:
+            final = f.read()
+        if versions[-1][1] != final:
+            versions.append((3, final))
+        # One picture per epoch, each a whole PNG of the expected size, drawn once that epoch ended.
+        self.assertEqual([epochs for epochs, _ in versions], [1, 2, 3])
+        for _, blob in versions:
+            self.assertEqual(blob[:8], b"\x89PNG\r\n\x1a\n")
+            self.assertEqual(struct.unpack(">II", blob[16:24]), (900, 640))
+        self.assertIn("training curve: " + png, out)
+
+    def test_skip_bad_images_names_every_skipped_file_in_train_and_test(self):
+        self.need_pil()
+        root = self.path("pics")
+        write_jpeg_classes(os.path.join(root, "Train"), ["a", "b"], 6, 40)
+        write_jpeg_classes(os.path.join(root, "VALID"), ["a", "b"], 3, 40, seed=2)
+        broken = os.path.join(root, "Train", "a", "broken.jpg")  # not an image at all: refused by its header
+        with open(broken, "wb") as f:
+            f.write(b"this is no jpeg")
+        # A sound header, half the pixels missing: fails when loaded (noise does not compress).
+        from PIL import Image
+        cut = os.path.join(root, "Train", "b", "cut.png")
+        Image.frombytes("RGB", (40, 40), os.urandom(40 * 40 * 3)).save(cut)
+        with open(cut, "rb") as f:
+            whole = f.read()
+        with open(cut, "wb") as f:
+            f.write(whole[: len(whole) // 2])
+        test_bad = os.path.join(root, "VALID", "b", "empty.png")
+        open(test_bad, "wb").close()
+        args = ["train", "--devices", "cpu", "--data", root, "--model", "mlp", "--input", "3x16x16", "--epochs", "2",
+                "--batch", "4", "--checkpoint", self.path("ck")]
+        strict = run(args, self.tmp)
+        self.assertEqual(strict.returncode, 1)
+        self.assertIn(broken, strict.stderr)
+        metrics = self.path("m.jsonl")
+        r = run(args + ["--skip-bad-images", "--metrics", metrics], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for path in (broken, cut, test_bad):
+            self.assertIn(path, r.stderr)
+        self.assertIn("skipped 2 bad images", r.stderr)  # found while scanning: broken.jpg and empty.png
+        self.assertIn("skipped 1 bad image: ", r.stderr)  # found while loading: cut.png, once for both epochs
+        listed = sorted(d["file"] for d in metrics_lines(metrics, "skipped"))
+        self.assertEqual(listed, sorted([broken, cut, test_bad]))
+
+    def test_split_folder_names_and_ambiguous_layouts(self):
+        self.need_pil()
+        root = self.path("split")
+        write_jpeg_classes(os.path.join(root, "train"), ["x", "y"], 4, 20)
+        write_jpeg_classes(os.path.join(root, "Validation"), ["x", "y"], 2, 20)
+        args = ["train", "--devices", "cpu", "--model", "mlp", "--input", "3x8x8", "--epochs", "1", "--batch", "4",
+                "--checkpoint", self.path("ck")]
+        r = run(args + ["--data", root], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("8 training samples, 4 test", r.stdout)
+        write_jpeg_classes(os.path.join(root, "test"), ["x", "y"], 2, 20)
+        r = run(args + ["--data", root], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("more than one test folder", r.stderr)
+        self.assertIn("Validation/, test/", r.stderr)
+        alone = self.path("alone")
+        write_jpeg_classes(os.path.join(alone, "val"), ["x", "y"], 2, 20)
+        r = run(args + ["--data", alone], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("without a training folder (found val/)", r.stderr)
+
+    def test_predict_takes_folders_and_writes_json_lines(self):
+        self.need_pil()
+        photos = self.path("photos")
+        write_jpeg_classes(photos, ["red", "green", "blue"], 3, 24)
+        ck = self.path("ck.safetensors")
+        r = run(["train", "--devices", "cpu", "--data", photos, "--model", "mlp", "--input", "3x12x12",
+                 "--test-fraction", "0.34", "--epochs", "1", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        p = run(["predict", "--checkpoint", ck, "--top", "2", photos, os.path.join(photos, "red", "000.jpg")],
+                self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = p.stdout.splitlines()
+        self.assertRegex(rows[0], r"^image +class +prob +class 2 +prob$")
+        self.assertEqual(len(rows), 1 + 9 + 1)
+        self.assertTrue(rows[1].startswith(os.path.join(photos, "blue", "000.jpg")))
+        j = run(["predict", "--checkpoint", ck, "--json", photos, self.path("missing.jpg")], self.tmp)
+        self.assertEqual(j.returncode, 1)
+        lines = [json.loads(line) for line in j.stdout.splitlines()]
+        self.assertEqual(len(lines), 10)
+        for line in lines[:9]:
+            self.assertEqual(len(line["top"]), 3)
+            self.assertAlmostEqual(sum(t["probability"] for t in line["top"]), 1.0, places=4)
+            self.assertIn(line["top"][0]["class"], ["red", "green", "blue"])
+        self.assertEqual(lines[9]["image"], self.path("missing.jpg"))
+        self.assertIn("missing.jpg", lines[9]["error"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,23 @@
+#pragma once
+// PNG figures drawn by gnuplot (Debian's gnuplot-nox, installed by
+// scripts/setup): what the benchmark charts and the training-curve and
+// confusion-matrix pictures of `lockstep` share. A figure is a side product:
+// without gnuplot, or when it fails, draw_png says why and nothing throws.
+#include <string>
+
+namespace lockstep::gnuplot {
+
+// A gnuplot single-quoted string (a quote inside is doubled).
+std::string quoted(const std::string& text);
+// A number as gnuplot reads it; "?" (set datafile missing '?') when not finite.
+std::string number(double value);
+
+// Runs `script` (the lines after the terminal and output settings) to draw a
+// width x height PNG at `png`, with the cairo terminal and, when that fails,
+// the libgd one. The picture is drawn beside `png` and renamed over it, so a
+// viewer refreshing it never reads half a file. Returns "" when the PNG was
+// written, otherwise why not (gnuplot missing, or its error output; the
+// script is then kept in PNG.gp).
+std::string draw_png(const std::string& png, int width, int height, const std::string& script);
+
+}  // namespace lockstep::gnuplot

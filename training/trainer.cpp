@@ -37,7 +37,8 @@ CheckpointInfo Trainer::checkpoint_info() const {
 }
 
 void Trainer::save(const std::string& path) {
-  save_checkpoint(path, replicas_.model(0), checkpoint_info());
+  // Every process holds the same model; the first one alone writes it.
+  if (replicas_.process_rank() == 0) save_checkpoint(path, replicas_.model(0), checkpoint_info());
   if (on_checkpoint) on_checkpoint(path);
 }
 
@@ -63,7 +64,8 @@ bool Trainer::run() {
     const int64_t first_batch = batch_in_epoch_;
     HostBatch batch;
     for (;;) {
-      if (stop_requested_.load()) {
+      // Across processes all stop at the same step, whichever was asked.
+      if (replicas_.any_process(stop_requested_.load())) {
         train_.stop();
         if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
         return false;

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "commands.h"
 #include "data/loader.h"
 #include "base/error.h"
+#include "distributed/world.h"
 #include "training/trainer.h"
 #include "layers/models.h"
 #include "progress.h"
@@ -47,9 +49,78 @@ void validate(const TrainSettings& s) {
   parse_schedule(s.schedule);
 }
 
+// LOCKSTEP_COLLECTIVE_TIMEOUT (seconds): how long a replica waits at a
+// collective before it declares another replica or process lost.
+std::chrono::milliseconds collective_timeout() {
+  const char* v = std::getenv("LOCKSTEP_COLLECTIVE_TIMEOUT");
+  if (!v || !*v) return default_collective_timeout;
+  char* end = nullptr;
+  double seconds = std::strtod(v, &end);
+  LS_CHECK(*end == '\0' && seconds > 0 && seconds < 1e6, "LOCKSTEP_COLLECTIVE_TIMEOUT='", v,
+           "': expected a positive number of seconds");
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// "on 3 processes x 2 replicas (6 in all) on 2 hosts over MPI (Open MPI v4.1.4)", or "on 2 replicas".
+std::string world_text(const std::vector<Device>& devices, const ProcessGroup* world) {
+  std::string local = std::to_string(devices.size()) + " replica" + (devices.size() == 1 ? "" : "s");
+  if (!world) return "on " + local;
+  return "on " + std::to_string(world->size()) + " processes x " + local + " (" +
+         std::to_string(world->size() * devices.size()) + " in all) on " + std::to_string(world->hosts()) + " host" +
+         (world->hosts() == 1 ? "" : "s") + " over " + world->transport();
+}
+
+int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world);
+
+// Trainer::run with Ctrl-C and SIGTERM turned into a stop request.
+bool run_with_signals(Trainer& trainer) {
+  active_trainer.store(&trainer);
+  auto old_int = std::signal(SIGINT, on_signal);
+  auto old_term = std::signal(SIGTERM, on_signal);
+  bool finished = false;
+  try {
+    finished = trainer.run();
+  } catch (...) {
+    active_trainer.store(nullptr);
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+    throw;
+  }
+  active_trainer.store(nullptr);
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  return finished;
+}
+
+// A process after the first: trains in step with the others, prints nothing,
+// writes nothing; a stop (Ctrl-C or SIGTERM to any process) ends all at one step.
+int finish_quietly(Trainer& trainer) { return run_with_signals(trainer) ? 0 : 130; }
+
 }  // namespace
 
 int run_train(TrainSettings s, const std::vector<std::string>& given) {
+  std::shared_ptr<ProcessGroup> world = join_world();
+  if (!world) return train(std::move(s), given, world);
+  try {
+    return train(std::move(s), given, world);
+  } catch (const std::exception& e) {
+    // Every process reports its own error; then the launcher ends them all,
+    // since the others would wait for this one at their next collective.
+    std::fflush(stdout);
+    std::fprintf(stderr, "lockstep: error: process %d of %d on %s: %s\n", world->rank(), world->size(),
+                 world->host().c_str(), e.what());
+    std::fflush(stderr);
+    world->abort_all(1);
+  }
+  return 1;  // not reached: abort_all ends the process
+}
+
+namespace {
+
+int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world) {
+  // The first process alone prints progress and writes the metrics.
+  const bool first = !world || world->rank() == 0;
+  const int processes = world ? world->size() : 1;
   // Settings: the checkpoint's when resuming, then the machine's defaults.
   CheckpointInfo resume_info;
   std::vector<std::string> settled = given;
@@ -65,10 +136,15 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     openblas_set_num_threads(std::max(1, cores / static_cast<int>(devices.size())));
   }
+  if (devices[0].is_cpu() && world) {
+    // The processes on one host share its cores the same way.
+    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    openblas_set_num_threads(std::max(1, cores / static_cast<int>(devices.size() * world->processes_on_host())));
+  }
   if (s.data.empty()) s.data = data::default_data_path();
-  if (s.batch_per_device > 0) s.batch = s.batch_per_device * static_cast<int64_t>(devices.size());
+  if (s.batch_per_device > 0) s.batch = s.batch_per_device * static_cast<int64_t>(devices.size()) * processes;
   validate(s);
-  if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size());
+  if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size() * processes);
 
   // Data.
   data::DataOptions data_options;
@@ -117,6 +193,8 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
   ReplicaOptions replica_options;
   replica_options.seed = s.seed;
+  replica_options.processes = world;
+  replica_options.collective_timeout = collective_timeout();
   ReplicaManager replicas(factory, devices, replica_options);
 
   TrainerConfig config;
@@ -134,11 +212,12 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   Trainer trainer(replicas, train_loader, test_loader.get(), config);
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
 
+  if (!first) return finish_quietly(trainer);
   if (s.devices == "all" && devices[0].is_cpu()) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
-  std::printf("training %s on %s (%s, %lld training samples%s) on %zu replica%s [%s], batch %lld, lr %g, %lld epoch%s\n",
+  std::printf("training %s on %s (%s, %lld training samples%s) %s [%s], batch %lld, lr %g, %lld epoch%s\n",
               spec.c_str(), s.data.c_str(), data::format_name(sets.format), static_cast<long long>(train_set->size()),
-              test_set ? (", " + std::to_string(test_set->size()) + " test").c_str() : "", devices.size(),
-              devices.size() == 1 ? "" : "s", devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
+              test_set ? (", " + std::to_string(test_set->size()) + " test").c_str() : "",
+              world_text(devices, world.get()).c_str(), devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
               static_cast<long long>(s.epochs), s.epochs == 1 ? "" : "s");
   if (!s.resume.empty())
     std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
@@ -155,21 +234,7 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     if (e.has_test) last_test = e.test;
   };
 
-  active_trainer.store(&trainer);
-  auto old_int = std::signal(SIGINT, on_signal);
-  auto old_term = std::signal(SIGTERM, on_signal);
-  bool finished = false;
-  try {
-    finished = trainer.run();
-  } catch (...) {
-    active_trainer.store(nullptr);
-    std::signal(SIGINT, old_int);
-    std::signal(SIGTERM, old_term);
-    throw;
-  }
-  active_trainer.store(nullptr);
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
+  bool finished = run_with_signals(trainer);
   reporter.break_line();
 
   std::string skipped = train_loader.skipped().summary();
@@ -185,5 +250,7 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   std::printf("checkpoint: %s\n", s.checkpoint.c_str());
   return 0;
 }
+
+}  // namespace
 
 }  // namespace lockstep::app

@@ -19,6 +19,12 @@ if(LOCKSTEP_WITH_MPI)
     set_tests_properties(mpi.${t} PROPERTIES LABELS mpi TIMEOUT 900
       ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_MPIRUN=${LOCKSTEP_MPIEXEC}")
   endforeach()
+  # Two hosts as two network namespaces: skipped, saying why, where namespaces cannot be made.
+  add_test(NAME mpi.test_two_hosts_over_tcp_match_one_process
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_mpi.py TwoHosts.test_two_hosts_over_tcp_match_one_process)
+  set_tests_properties(mpi.test_two_hosts_over_tcp_match_one_process PROPERTIES LABELS mpi TIMEOUT 900
+    SKIP_REGULAR_EXPRESSION "OK \\(skipped="
+    ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_MPIRUN=${LOCKSTEP_MPIEXEC}")
 else()
   add_test(NAME mpi.not_built COMMAND ${CMAKE_COMMAND} -E echo
            "skipped: lockstep was built without MPI (LOCKSTEP_MPI=${LOCKSTEP_MPI}; install libopenmpi-dev)")

@@ -74,17 +74,7 @@ def test_line(stdout):
     return tuple(float(x) for x in found[-1]) if found else None
 
 
-class Mpi(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory(prefix="lockstep-mpi-")
-        self.tmp = self.dir.name
-
-    def tearDown(self):
-        self.dir.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.tmp, name)
-
+class Compare:
     def assert_same_tensors(self, got_path, want_path):
         """Parameters, and batch-norm running statistics, each as one vector, agree to TOLERANCE normwise.
 
@@ -101,6 +91,18 @@ class Mpi(unittest.TestCase):
             norm = math.sqrt(sum(y * y for n in names for y in want[n]))
             worst = max(names, key=lambda n: sum((x - y) ** 2 for x, y in zip(got[n], want[n])))
             self.assertLessEqual(diff, TOLERANCE * norm, "%s: |a-b| %g, |b| %g (most in %s)" % (group, diff, norm, worst))
+
+
+class Mpi(Compare, unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="lockstep-mpi-")
+        self.tmp = self.dir.name
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
 
     def processes_match_one_process(self, processes, replicas):
         multi, single = self.path("multi.safetensors"), self.path("single.safetensors")
@@ -247,6 +249,70 @@ class Mpi(unittest.TestCase):
         r = subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=300, env=env())
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("every process needs the same number", r.stderr)
+
+
+AGENT = """#!/bin/sh
+# mpirun's rsh agent: "ssh HOST COMMAND" becomes COMMAND inside HOST's network namespace, under HOST's name.
+host=$1; shift
+case "$host" in
+%s
+  *) echo "no namespace for host $host" >&2; exit 1;;
+esac
+exec ip netns exec "$ns" unshare --uts sh -c "hostname $ns && $*"
+"""
+
+
+class TwoHosts(Compare, unittest.TestCase):
+    """Two hosts on one machine: two network namespaces joined by a veth pair, each with a host name of its
+    own (a UTS namespace). mpirun runs in the first and starts the second's daemon through an rsh agent that
+    enters its namespace, and the ranks talk over TCP on the veth link only."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="lockstep-hosts-")
+        self.tmp = self.dir.name
+        tag = os.getpid() % 200 + 20
+        self.ns = ["lsh%da" % os.getpid(), "lsh%db" % os.getpid()]
+        self.ips = ["10.231.%d.1" % tag, "10.231.%d.2" % tag]
+        self.subnet = "10.231.%d.0/24" % tag
+        veth = ["lsv%da" % os.getpid(), "lsv%db" % os.getpid()]
+        steps = [["ip", "netns", "add", self.ns[0]], ["ip", "netns", "add", self.ns[1]],
+                 ["ip", "link", "add", veth[0], "type", "veth", "peer", "name", veth[1]]]
+        for i in range(2):
+            steps += [["ip", "link", "set", veth[i], "netns", self.ns[i]],
+                      ["ip", "netns", "exec", self.ns[i], "ip", "addr", "add", self.ips[i] + "/24", "dev", veth[i]],
+                      ["ip", "netns", "exec", self.ns[i], "ip", "link", "set", "lo", "up"],
+                      ["ip", "netns", "exec", self.ns[i], "ip", "link", "set", veth[i], "up"]]
+        for step in steps:
+            r = subprocess.run(step, capture_output=True, text=True)
+            if r.returncode != 0:
+                self.tearDown()
+                self.skipTest("network namespaces need root with CAP_NET_ADMIN: '%s' failed: %s"
+                              % (" ".join(step), r.stderr.strip()))
+        self.agent = os.path.join(self.tmp, "netns-rsh")
+        cases = "\n".join("  %s) ns=%s;;" % (ip, ns) for ip, ns in zip(self.ips, self.ns))
+        with open(self.agent, "w") as f:
+            f.write(AGENT % cases)
+        os.chmod(self.agent, 0o755)
+
+    def tearDown(self):
+        for ns in getattr(self, "ns", []):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.dir.cleanup()
+
+    def test_two_hosts_over_tcp_match_one_process(self):
+        multi, single = os.path.join(self.tmp, "multi.safetensors"), os.path.join(self.tmp, "single.safetensors")
+        mpirun_cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--mca", "plm_rsh_agent", self.agent,
+                      "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", self.subnet,
+                      "--mca", "oob_tcp_if_include", self.subnet, "--host", "%s:1,%s:1" % tuple(self.ips), "-np", "2",
+                      BIN, "train"] + SMALL + ["--epochs", "2", "--checkpoint", multi]
+        inner = "hostname %s && exec %s" % (self.ns[0], " ".join("'%s'" % a for a in mpirun_cmd))
+        r = subprocess.run(["ip", "netns", "exec", self.ns[0], "unshare", "--uts", "sh", "-c", inner], cwd=self.tmp,
+                           capture_output=True, text=True, timeout=600, env=env())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("on 2 processes x 1 replica (2 in all) on 2 hosts over MPI", r.stdout)
+        s = run(["train"] + SMALL + ["--replicas", "2", "--epochs", "2", "--checkpoint", single], self.tmp)
+        self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
+        self.assert_same_tensors(multi, single)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "distributed/hierarchical_communicator.h"
 #include "distributed/local_communicator.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -12,8 +13,15 @@
 namespace lockstep {
 
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices,
-                                                std::chrono::milliseconds timeout) {
+                                                std::chrono::milliseconds timeout,
+                                                std::shared_ptr<ProcessGroup> processes) {
   LS_CHECK(!devices.empty(), "a communicator needs at least one rank");
+  if (processes && processes->size() > 1) {
+    for (const Device& d : devices)
+      LS_CHECK(d.is_cpu(), "training across ", processes->size(), " processes runs on the CPU only so far; process ",
+               processes->rank(), " has a replica on ", d.str(), " (use --devices cpu)");
+    return std::make_unique<HierarchicalCommunicator>(static_cast<int>(devices.size()), std::move(processes), timeout);
+  }
   std::set<int> gpus;
   bool all_gpu = true;
   for (const Device& d : devices) {

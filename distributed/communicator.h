@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/process_group.h"
 #include "runtime/context.h"
 
 namespace lockstep {
@@ -36,7 +37,10 @@ inline constexpr std::chrono::seconds default_collective_timeout{300};
 // The communicator for ranks on `devices` (rank r on devices[r]): NCCL when
 // they are two or more distinct GPUs, the local communicator otherwise (the
 // CPU, one rank, or several ranks sharing one GPU, which NCCL refuses).
+// With `processes` of more than one process the ranks are this process's
+// share of a larger group: the hierarchical communicator (CPU only so far).
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices,
-                                                std::chrono::milliseconds timeout = default_collective_timeout);
+                                                std::chrono::milliseconds timeout = default_collective_timeout,
+                                                std::shared_ptr<ProcessGroup> processes = nullptr);
 
 }  // namespace lockstep

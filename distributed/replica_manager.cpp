@@ -41,7 +41,16 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
                                ReplicaOptions options)
     : options_(options) {
   LS_CHECK(!devices.empty(), "a replica manager needs at least one device");
-  comm_ = make_communicator(devices, options_.collective_timeout);
+  comm_ = make_communicator(devices, options_.collective_timeout, options_.processes);
+  if (processes() > 1) {
+    options_.processes->set_timeout(options_.collective_timeout);
+    // The global split numbers replicas as p * size() + r: every process must have as many.
+    int64_t counts[2] = {static_cast<int64_t>(devices.size()), -static_cast<int64_t>(devices.size())};
+    options_.processes->max(counts, 2);
+    LS_CHECK(counts[0] == -counts[1], "process ", process_rank(), " has ", devices.size(),
+             " replicas, but the processes have between ", -counts[1], " and ", counts[0],
+             ": every process needs the same number (--replicas, --devices)");
+  }
   for (size_t r = 0; r < devices.size(); ++r) {
     auto replica = std::make_unique<Replica>();
     replica->rank = static_cast<int>(r);
@@ -110,10 +119,10 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   LS_CHECK(global > 0, "train_step on an empty batch");
   LS_CHECK(batch.images.dim(0) >= global && batch.labels.numel() >= global, "batch of ", global,
            " samples with images ", batch.images.shape().str(), " and ", batch.labels.numel(), " labels");
-  const int n = size();
+  const int n = global_size();
   const uint64_t step = step_;
   run_on_all([&](Replica& r) {
-    Slice slice = replica_slice(global, n, r.rank);
+    Slice slice = replica_slice(global, n, global_rank(r.rank));
     auto t0 = Clock::now();
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
@@ -155,14 +164,28 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   times_ = replicas_[0]->times;
   StepMetrics total;
   for (auto& r : replicas_) total += r->metrics;
+  return sum_over_processes(total);
+}
+
+StepMetrics ReplicaManager::sum_over_processes(const StepMetrics& local) {
+  if (processes() == 1) return local;
+  // Doubles hold the counts exactly up to 2^53 samples.
+  double sums[3] = {local.loss_sum, static_cast<double>(local.correct), static_cast<double>(local.count)};
+  options_.processes->sum(sums, 3);
+  StepMetrics total;
+  total.loss_sum = sums[0];
+  total.correct = static_cast<int64_t>(sums[1]);
+  total.count = static_cast<int64_t>(sums[2]);
   return total;
 }
 
+bool ReplicaManager::any_process(bool flag) { return processes() == 1 ? flag : options_.processes->any(flag); }
+
 StepMetrics ReplicaManager::evaluate(const HostBatch& batch) {
   const int64_t global = batch.count;
-  const int n = size();
+  const int n = global_size();
   run_on_all([&](Replica& r) {
-    Slice slice = replica_slice(global, n, r.rank);
+    Slice slice = replica_slice(global, n, global_rank(r.rank));
     r.metrics = {};
     if (slice.count == 0) return;
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
@@ -171,7 +194,7 @@ StepMetrics ReplicaManager::evaluate(const HostBatch& batch) {
   });
   StepMetrics total;
   for (auto& r : replicas_) total += r->metrics;
-  return total;
+  return sum_over_processes(total);
 }
 
 std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
@@ -179,18 +202,30 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
   const int64_t classes = replicas_[0]->model->num_classes();
   std::vector<float> out(global * classes);
   run_on_all([&](Replica& r) {
-    Slice slice = replica_slice(global, size(), r.rank);
+    Slice slice = replica_slice(global, global_size(), global_rank(r.rank));
     if (slice.count == 0) return;
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     std::vector<float> part = r.model->logits(*r.ctx, images).to_vector();
     std::copy(part.begin(), part.end(), out.begin() + slice.offset * classes);
   });
+  // Each row was written by one replica of one process and is zero elsewhere,
+  // so the sum over processes gathers the rows exactly.
+  if (processes() > 1) options_.processes->sum(out.data(), static_cast<int64_t>(out.size()));
   return out;
 }
 
 void ReplicaManager::broadcast_from_first() {
-  if (size() == 1) return;
   Model& first = *replicas_[0]->model;
+  if (processes() > 1) {
+    // The first process's replica 0 to every other process's replica 0.
+    for (Tensor* t : {&first.arenas().params, &first.arenas().momentum, &first.state_arena()}) {
+      if (!t->defined() || t->numel() == 0) continue;  // a model without batch norm has no statistics
+      std::vector<float> values = t->to_vector();
+      options_.processes->broadcast(values.data(), static_cast<int64_t>(values.size() * sizeof(float)), 0);
+      t->copy_from(Tensor::from_vector(t->shape(), values, t->device()));
+    }
+  }
+  if (size() == 1) return;
   run_on_all([&](Replica& r) {
     if (r.rank == 0) return;
     ParameterArenas& a = r.model->arenas();

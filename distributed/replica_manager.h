@@ -23,6 +23,12 @@ struct ReplicaOptions {
   std::chrono::milliseconds collective_timeout = default_collective_timeout;
   ContextOptions context;
   uint64_t seed = 0;  // dropout and the like; parameters come from the factory
+  // The other processes of a multi-process run (MPI), each with as many
+  // replicas as this one; null: this process alone. The global batch is then
+  // split over every replica of every process (process p's replica r is
+  // global replica p * size() + r), and metrics, logits and the first
+  // process's parameters cross processes.
+  std::shared_ptr<ProcessGroup> processes;
 };
 
 // Seconds spent in each phase, summed over the steps since the last reset
@@ -47,7 +53,11 @@ public:
   ReplicaManager(const ReplicaManager&) = delete;
   ReplicaManager& operator=(const ReplicaManager&) = delete;
 
-  int size() const { return static_cast<int>(replicas_.size()); }
+  int size() const { return static_cast<int>(replicas_.size()); }  // this process's replicas
+  int processes() const { return options_.processes ? options_.processes->size() : 1; }
+  int process_rank() const { return options_.processes ? options_.processes->rank() : 0; }
+  // True on every process when `flag` is true on any (a stop all processes agree on).
+  bool any_process(bool flag);
   Model& model(int rank);
   Device device(int rank) const;
 
@@ -77,6 +87,10 @@ private:
   // Runs `job` on every replica's thread; on failure aborts the communicator
   // so no replica stays blocked, waits for all, and throws the first error.
   void run_on_all(const std::function<void(Replica&)>& job);
+  int global_size() const { return size() * processes(); }
+  int global_rank(int rank) const { return process_rank() * size() + rank; }
+  // Metrics of this process's replicas summed with every other process's.
+  StepMetrics sum_over_processes(const StepMetrics& local);
 
   ReplicaOptions options_;
   std::unique_ptr<Communicator> comm_;

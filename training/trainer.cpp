@@ -37,7 +37,8 @@ CheckpointInfo Trainer::checkpoint_info() const {
 }
 
 void Trainer::save(const std::string& path) {
-  save_checkpoint(path, replicas_.model(0), checkpoint_info());
+  // Every process holds the same model; the first one alone writes it.
+  if (replicas_.process_rank() == 0) save_checkpoint(path, replicas_.model(0), checkpoint_info());
   if (on_checkpoint) on_checkpoint(path);
 }
 
@@ -68,7 +69,9 @@ bool Trainer::run() {
     for (;;) {
       if (config_.time_limit_seconds > 0.0 && since(run_start) >= config_.time_limit_seconds)
         time_limit_reached_ = true;
-      if (stop_requested_.load() || time_limit_reached_) {
+      // Across processes all stop at the same step, whichever was asked (a
+      // stop request or a time limit, each process timing its own run).
+      if (replicas_.any_process(stop_requested_.load() || time_limit_reached_)) {
         train_.stop();
         if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
         return false;

@@ -1,13 +1,13 @@
 // lockstep train: data, model, replicas and trainer wired together, with
 // Ctrl-C turned into "finish the step, write the checkpoint, exit".
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <filesystem>
 #include <thread>
 #include <unistd.h>
@@ -17,6 +17,8 @@
 #include "training_curve.h"
 #include "data/loader.h"
 #include "base/error.h"
+#include "distributed/world.h"
+#include "kernels/cpu/thread_pool.h"
 #include "training/checkpoint_lock.h"
 #include "training/trainer.h"
 #include "layers/models.h"
@@ -99,9 +101,64 @@ std::string curve_path(const TrainSettings& s) {
   return std::filesystem::path(s.checkpoint).replace_extension(".png").string();
 }
 
+// LOCKSTEP_COLLECTIVE_TIMEOUT (seconds): how long a replica waits at a
+// collective before it declares another replica or process lost.
+std::chrono::milliseconds collective_timeout() {
+  const char* v = std::getenv("LOCKSTEP_COLLECTIVE_TIMEOUT");
+  if (!v || !*v) return default_collective_timeout;
+  char* end = nullptr;
+  double seconds = std::strtod(v, &end);
+  LS_CHECK(*end == '\0' && seconds > 0 && seconds < 1e6, "LOCKSTEP_COLLECTIVE_TIMEOUT='", v,
+           "': expected a positive number of seconds");
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// "on 3 processes x 2 replicas (6 in all) on 2 hosts over MPI (Open MPI v4.1.4)", or "on 2 replicas".
+std::string world_text(const std::vector<Device>& devices, const ProcessGroup* world) {
+  std::string local = std::to_string(devices.size()) + " replica" + (devices.size() == 1 ? "" : "s");
+  if (!world) return "on " + local;
+  return "on " + std::to_string(world->size()) + " processes x " + local + " (" +
+         std::to_string(world->size() * devices.size()) + " in all) on " + std::to_string(world->hosts()) + " host" +
+         (world->hosts() == 1 ? "" : "s") + " over " + world->transport();
+}
+
+int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world);
+
+// Trainer::run with Ctrl-C and SIGTERM turned into a stop request.
+bool run_with_signals(Trainer& trainer) {
+  SignalGuard signals(trainer);
+  return trainer.run();
+}
+
+// A process after the first: trains in step with the others, prints nothing,
+// writes nothing; a stop (Ctrl-C or SIGTERM to any process) ends all at one step.
+int finish_quietly(Trainer& trainer) { return run_with_signals(trainer) ? 0 : 130; }
+
 }  // namespace
 
 int run_train(TrainSettings s, const std::vector<std::string>& given) {
+  std::shared_ptr<ProcessGroup> world = join_world();
+  if (!world) return train(std::move(s), given, world);
+  try {
+    return train(std::move(s), given, world);
+  } catch (const std::exception& e) {
+    // Every process reports its own error; then the launcher ends them all,
+    // since the others would wait for this one at their next collective.
+    std::fflush(stdout);
+    std::fprintf(stderr, "lockstep: error: process %d of %d on %s: %s\n", world->rank(), world->size(),
+                 world->host().c_str(), e.what());
+    std::fflush(stderr);
+    world->abort_all(1);
+  }
+  return 1;  // not reached: abort_all ends the process
+}
+
+namespace {
+
+int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world) {
+  // The first process alone prints progress and writes the metrics.
+  const bool first = !world || world->rank() == 0;
+  const int processes = world ? world->size() : 1;
   // Settings: the checkpoint's when resuming, then the machine's defaults.
   CheckpointInfo resume_info;
   std::vector<std::string> settled = given;
@@ -111,23 +168,31 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   }
   std::vector<Device> devices = resolve_devices(s.devices, s.replicas, /*quiet=*/true);
   apply_defaults(s, devices[0].is_cuda(), settled);
-  if (devices[0].is_cpu() && devices.size() > 1) {
-    // N CPU replicas each running OpenBLAS on every core oversubscribe the
-    // cores, and OpenBLAS's waiting threads spin: share the cores out instead.
-    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    openblas_set_num_threads(std::max(1, cores / static_cast<int>(devices.size())));
+  if (devices[0].is_cpu() && (devices.size() > 1 || world)) {
+    // N CPU replicas (and the processes on one host) each running on every
+    // core would oversubscribe the cores: share them out. The pool runs one
+    // replica's loops at a time; the others run theirs on their own thread.
+    const int cores = cpu::compute_threads();
+    const int sharers = static_cast<int>(devices.size()) * (world ? world->processes_on_host() : 1);
+    cpu::set_compute_threads(std::max(1, cores / sharers));
   }
   if (s.data.empty()) s.data = data::default_data_path();
-  if (s.batch_per_device > 0)
-    LS_CHECK(!__builtin_mul_overflow(s.batch_per_device, static_cast<int64_t>(devices.size()), &s.batch),
-             "--batch-per-device ", s.batch_per_device, " times ", devices.size(), " replicas overflows");
+  if (s.batch_per_device > 0) {
+    const int64_t replicas = static_cast<int64_t>(devices.size()) * processes;
+    LS_CHECK(!__builtin_mul_overflow(s.batch_per_device, replicas, &s.batch), "--batch-per-device ",
+             s.batch_per_device, " times ", replicas, " replicas overflows");
+  }
   validate(s);
-  if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size());
+  if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size() * processes);
   if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
   // Find out now, not after the first epoch, that an output cannot be written
-  // or would overwrite what it must not; then keep other runs off the checkpoint.
-  check_outputs(s);
-  CheckpointLock checkpoint_lock(s.checkpoint);
+  // or would overwrite what it must not; then keep other runs off the
+  // checkpoint. Only the first process writes, so only it checks and locks.
+  std::optional<CheckpointLock> checkpoint_lock;
+  if (first) {
+    check_outputs(s);
+    checkpoint_lock.emplace(s.checkpoint);
+  }
 
   // Data.
   data::DataOptions data_options;
@@ -185,6 +250,8 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
   ReplicaOptions replica_options;
   replica_options.seed = s.seed;
+  replica_options.processes = world;
+  replica_options.collective_timeout = collective_timeout();
   ReplicaManager replicas(factory, devices, replica_options);
 
   TrainerConfig config;
@@ -203,11 +270,12 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   Trainer trainer(replicas, train_loader, test_loader.get(), config);
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
 
+  if (!first) return finish_quietly(trainer);
   if (s.devices == "all" && devices[0].is_cpu()) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
-  std::printf("training %s on %s (%s, %lld training samples%s) on %zu replica%s [%s], batch %lld, lr %g, %lld epoch%s\n",
+  std::printf("training %s on %s (%s, %lld training samples%s) %s [%s], batch %lld, lr %g, %lld epoch%s\n",
               spec.c_str(), s.data.c_str(), data::format_name(sets.format), static_cast<long long>(train_set->size()),
-              test_set ? (", " + std::to_string(test_set->size()) + " test").c_str() : "", devices.size(),
-              devices.size() == 1 ? "" : "s", devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
+              test_set ? (", " + std::to_string(test_set->size()) + " test").c_str() : "",
+              world_text(devices, world.get()).c_str(), devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
               static_cast<long long>(s.epochs), s.epochs == 1 ? "" : "s");
   if (!s.resume.empty())
     std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
@@ -243,11 +311,7 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
     draw_curve();
   };
 
-  bool finished = false;
-  {
-    SignalGuard signals(trainer);
-    finished = trainer.run();
-  }
+  bool finished = run_with_signals(trainer);
   reporter.break_line();
 
   data::BadFiles loaded_skipped = train_loader.skipped();
@@ -287,5 +351,7 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   std::printf("checkpoint: %s\ntraining curve: %s\n", s.checkpoint.c_str(), curve_png.c_str());
   return 0;
 }
+
+}  // namespace
 
 }  // namespace lockstep::app

@@ -1,6 +1,5 @@
 #include "child.h"
 
-#include <cblas.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "runtime/allocator.h"
 #include "base/error.h"
 #include "distributed/gradient_buckets.h"
+#include "kernels/cpu/thread_pool.h"
 #include "training/trainer.h"
 #include "layers/models.h"
 
@@ -48,13 +48,13 @@ std::shared_ptr<const data::Dataset> limited(std::shared_ptr<const data::Dataset
   return std::make_shared<data::Subset>(set, indices, "every " + std::to_string(set->size() / limit) + "th sample");
 }
 
-// The CPU's threads are shared out among the replicas on it: OpenBLAS's pool
-// is process-wide, and N replicas each driving T threads on T cores
-// oversubscribe them (OpenBLAS's threads spin while they wait).
+// The CPU's threads are shared out among the replicas on it: the compute pool
+// is process-wide, and N replicas each driving T threads on T cores would
+// oversubscribe them.
 int blas_threads(const Options& o, const std::vector<Device>& devices) {
   const int cpu_replicas = static_cast<int>(std::count_if(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); }));
   const int threads = std::max(1, cpu_threads(o) / std::max(1, cpu_replicas));
-  openblas_set_num_threads(threads);
+  cpu::set_compute_threads(threads);
   return threads;
 }
 
@@ -66,9 +66,14 @@ std::string quote(const std::string& arg) {
 
 }  // namespace
 
-json measure_steps(const Options& o) {
+json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
   const std::vector<Device> devices = parse_device_list(o.replica_devices);
-  const int threads = blas_threads(o, devices);
+  int threads = blas_threads(o, devices);
+  if (processes) {
+    // The processes on one host share its threads too.
+    threads = std::max(1, threads / processes->processes_on_host());
+    cpu::set_compute_threads(threads);
+  }
   const Shape input = parse_shape(o.input);
   const int64_t global = o.batch;
   LS_CHECK(global > 0 && o.steps > 0, "_steps needs --batch and --steps");
@@ -77,6 +82,7 @@ json measure_steps(const Options& o) {
   ReplicaOptions options;
   options.context.sync_timing = true;  // phase clocks read after the device finished
   options.context.allow_tf32 = o.tf32;
+  options.processes = processes;
   ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, devices, options);
 
   // Synthetic data, in pinned host memory as the loader would hand it over.
@@ -113,6 +119,7 @@ json measure_steps(const Options& o) {
 
   return json{{"replica_devices", o.replica_devices},
               {"replicas", devices.size()},
+              {"processes", processes ? processes->size() : 1},
               {"model", o.model},
               {"spec", spec},
               {"global_batch", global},

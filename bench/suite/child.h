@@ -4,18 +4,22 @@
 // from zero, no cache of an earlier configuration helps it, and a
 // configuration that runs out of memory fails alone. The child prints one
 // JSON line; on failure it carries "error".
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common.h"
+#include "distributed/process_group.h"
 
 namespace lockstep::bench {
 
 // Timed training steps of a model on a fixed synthetic batch in pinned host
 // memory. Reads: replica_devices, model, input, classes, batch (global),
 // steps, warmup, threads, tf32.
-json measure_steps(const Options& o);
+// With `processes` (a multi-process run) the batch is the global batch over
+// every replica of every process; the figures are the first process's.
+json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes = nullptr);
 // Epochs of real training through the prefetching loader and the trainer,
 // then the test accuracy. Reads: replica_devices, model, data, limit,
 // test_limit, epochs, batch (global), lr, threads, loader_threads.

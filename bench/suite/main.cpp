@@ -7,7 +7,9 @@
 #include <map>
 
 #include "child.h"
+#include "base/error.h"
 #include "common.h"
+#include "distributed/world.h"
 #include "suites.h"
 
 using namespace lockstep::bench;
@@ -58,7 +60,12 @@ int main(int argc, char** argv) {
                    suite.c_str());
       return 2;
     }
-    report(o, it->second(o));
+    // Under mpirun every process measures; the first alone prints and writes.
+    std::shared_ptr<lockstep::ProcessGroup> world = lockstep::join_world();
+    LS_CHECK(!world || suite == "scaling", "lockstep-bench ", suite, " runs in one process; under mpirun only "
+             "scaling does");
+    SuiteResult result = it->second(o);
+    if (!world || world->rank() == 0) report(o, result);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lockstep-bench %s: %s\n", suite.c_str(), e.what());

@@ -9,6 +9,7 @@
 
 #include "child.h"
 #include "base/error.h"
+#include "distributed/world.h"
 #include "plot.h"
 #include "suites.h"
 
@@ -33,17 +34,22 @@ double max_peak(const json& r) {
 
 }  // namespace
 
-SuiteResult run_scaling(const Options& given) {
-  Options o = given;
-  const std::vector<Device> devices = resolve_devices(o.devices);
-  const bool gpu = any_gpu(devices);
-  LS_CHECK(!gpu || !std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); }),
-           "scaling runs on GPUs or on the CPU, not both: pick one with --devices");
+void scaling_defaults(Options& o, bool gpu) {
   if (o.model.empty()) o.model = gpu ? (o.quick ? "resnet20" : "resnet18") : (o.quick ? "simple-cnn" : "resnet20");
   if (o.input.empty()) o.input = o.quick && !gpu ? "1x28x28" : "3x32x32";
   if (o.batch == 0) o.batch = gpu ? (o.quick ? 64 : 128) : (o.quick ? 16 : 32);
   if (o.steps == 0) o.steps = gpu ? (o.quick ? 10 : 30) : (o.quick ? 8 : 10);
   if (o.warmup < 0) o.warmup = gpu ? (o.quick ? 3 : 10) : 2;
+}
+
+SuiteResult run_scaling(const Options& given) {
+  if (std::shared_ptr<ProcessGroup> world = join_world()) return run_process_scaling(given, *world);
+  Options o = given;
+  const std::vector<Device> devices = resolve_devices(o.devices);
+  const bool gpu = any_gpu(devices);
+  LS_CHECK(!gpu || !std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); }),
+           "scaling runs on GPUs or on the CPU, not both: pick one with --devices");
+  scaling_defaults(o, gpu);
 
   // Distinct devices: one replica per device. One device: N replicas on it.
   const bool same_device = devices.size() == 1;

@@ -3,6 +3,7 @@
 // projection, computes), fills a SuiteResult with its table, JSON rows and
 // notes, and draws its figure; main() prints and writes it.
 #include "common.h"
+#include "distributed/process_group.h"
 
 namespace lockstep::bench {
 
@@ -17,5 +18,11 @@ SuiteResult run_peers(const Options& o);
 // Flags that make a child (`_steps`) measure `global_batch` samples a step
 // with the given replicas, the model and shape of `o`.
 std::vector<std::string> step_flags(const Options& o, const std::vector<Device>& replicas, int64_t global_batch);
+
+// scaling's model, input, batch, steps and warm-up when not given.
+void scaling_defaults(Options& o, bool gpu);
+// scaling under an MPI launcher (`mpirun -np P lockstep-bench scaling`): P
+// processes against one, on the CPU (scaling_processes.cpp).
+SuiteResult run_process_scaling(const Options& o, ProcessGroup& world);
 
 }  // namespace lockstep::bench

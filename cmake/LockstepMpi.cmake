@@ -1,0 +1,37 @@
+# Training across processes and hosts (issue 15). LOCKSTEP_MPI picks whether
+# MPI is built in: AUTO (the default) when CMake's FindMPI finds MPI's C
+# interface, ON to require it, OFF to leave it out. Without it lockstep is
+# the single-process program it always was, and a launcher that starts
+# several processes gets an error saying the build has no MPI.
+set(LOCKSTEP_MPI AUTO CACHE STRING "MPI for multi-process training: AUTO, ON or OFF")
+set_property(CACHE LOCKSTEP_MPI PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${LOCKSTEP_MPI}" _lockstep_mpi)
+if(NOT _lockstep_mpi MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "LOCKSTEP_MPI=${LOCKSTEP_MPI}: expected AUTO, ON or OFF")
+endif()
+set(LOCKSTEP_WITH_MPI OFF)
+# The C API through the C++ compiler (the project enables no C); MPI's
+# deprecated C++ bindings are not wanted.
+set(MPI_CXX_SKIP_MPICXX TRUE)
+if(_lockstep_mpi STREQUAL "ON")
+  find_package(MPI REQUIRED COMPONENTS CXX)
+elseif(_lockstep_mpi STREQUAL "AUTO")
+  find_package(MPI COMPONENTS CXX)
+endif()
+if(MPI_CXX_FOUND)
+  set(LOCKSTEP_WITH_MPI ON)
+  message(STATUS "lockstep: MPI ${MPI_CXX_VERSION} found, multi-process training built in")
+elseif(NOT _lockstep_mpi STREQUAL "OFF")
+  message(STATUS "lockstep: no MPI found, multi-process training left out (install libopenmpi-dev)")
+endif()
+
+# lockstep_layer_mpi(LAYER FOLDER): the MPI sources of FOLDER join LAYER when
+# MPI is built in; LOCKSTEP_WITH_MPI tells the layer's code which it got.
+function(lockstep_layer_mpi layer folder)
+  target_compile_definitions(${layer} PRIVATE LOCKSTEP_WITH_MPI=$<BOOL:${LOCKSTEP_WITH_MPI}>)
+  if(LOCKSTEP_WITH_MPI)
+    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.cpp)
+    target_sources(${layer} PRIVATE ${sources})
+    target_link_libraries(${layer} PUBLIC MPI::MPI_CXX)
+  endif()
+endfunction()

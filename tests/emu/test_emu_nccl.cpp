@@ -20,19 +20,20 @@
 #include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
 
 // Catch2's assertions are not thread-safe, and per_rank asserts on one thread
-// per rank: every assertion here takes one lock (ThreadSanitizer reported the
-// race in Catch::RunContext::assertionPassed).
+// per rank: every assertion here records its result under one lock
+// (ThreadSanitizer reported the race in Catch::RunContext::assertionPassed).
+// The expression is evaluated before the lock is taken: a collective inside
+// it waits for the other ranks, which must be free to assert meanwhile.
 static std::mutex catch_mutex;
-#define REQUIRE_LOCKED(...)                            \
-  do {                                                 \
-    std::lock_guard<std::mutex> catch_lock(catch_mutex); \
-    REQUIRE(__VA_ARGS__);                              \
+#define LOCKED_ASSERT(MACRO, ...)                          \
+  do {                                                     \
+    const bool locked_ok = static_cast<bool>(__VA_ARGS__); \
+    std::lock_guard<std::mutex> catch_lock(catch_mutex);   \
+    INFO(#__VA_ARGS__);                                    \
+    MACRO(locked_ok);                                      \
   } while (0)
-#define CHECK_LOCKED(...)                              \
-  do {                                                 \
-    std::lock_guard<std::mutex> catch_lock(catch_mutex); \
-    CHECK(__VA_ARGS__);                                \
-  } while (0)
+#define REQUIRE_LOCKED(...) LOCKED_ASSERT(REQUIRE, __VA_ARGS__)
+#define CHECK_LOCKED(...) LOCKED_ASSERT(CHECK, __VA_ARGS__)
 
 namespace {
 

@@ -13,10 +13,27 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
+
+// Catch2's assertions are not thread-safe, and per_rank asserts on one thread
+// per rank: every assertion here records its result under one lock
+// (ThreadSanitizer reported the race in Catch::RunContext::assertionPassed).
+// The expression is evaluated before the lock is taken: a collective inside
+// it waits for the other ranks, which must be free to assert meanwhile.
+static std::mutex catch_mutex;
+#define LOCKED_ASSERT(MACRO, ...)                          \
+  do {                                                     \
+    const bool locked_ok = static_cast<bool>(__VA_ARGS__); \
+    std::lock_guard<std::mutex> catch_lock(catch_mutex);   \
+    INFO(#__VA_ARGS__);                                    \
+    MACRO(locked_ok);                                      \
+  } while (0)
+#define REQUIRE_LOCKED(...) LOCKED_ASSERT(REQUIRE, __VA_ARGS__)
+#define CHECK_LOCKED(...) LOCKED_ASSERT(CHECK, __VA_ARGS__)
 
 namespace {
 
@@ -30,14 +47,14 @@ bool enough_devices(int n) {
 
 template <typename T> T* device_copy(const std::vector<T>& v) {
   void* p = nullptr;
-  REQUIRE(cudaMalloc(&p, v.size() * sizeof(T)) == cudaSuccess);
-  REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE_LOCKED(cudaMalloc(&p, v.size() * sizeof(T)) == cudaSuccess);
+  REQUIRE_LOCKED(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
   return static_cast<T*>(p);
 }
 
 template <typename T> std::vector<T> host_copy(const T* p, size_t n) {
   std::vector<T> v(n);
-  REQUIRE(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE_LOCKED(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
   return v;
 }
 
@@ -52,7 +69,7 @@ std::vector<ncclComm_t> init_all(int n) {
   std::vector<ncclComm_t> comms(size_t(n), nullptr);
   std::vector<int> devices;
   for (int d = 0; d < n; ++d) devices.push_back(d);
-  REQUIRE(ncclCommInitAll(comms.data(), n, devices.data()) == ncclSuccess);
+  REQUIRE_LOCKED(ncclCommInitAll(comms.data(), n, devices.data()) == ncclSuccess);
   return comms;
 }
 
@@ -115,17 +132,17 @@ TEST_CASE("emulated nccl: all-reduce sums in rank order on 2 and 4 ranks, severa
       for (void* p : {(void*)f, (void*)d_in, (void*)d_out, (void*)i32, (void*)i64, (void*)b}) cudaFree(p);
       cudaStreamDestroy(stream);
     });
-    REQUIRE(failures == 0);
+    REQUIRE_LOCKED(failures == 0);
     int64_t want_l = 0;
     for (int r = 0; r < n; ++r) want_l += int64_t(1) << (40 + r);
     for (int r = 0; r < n; ++r) {
-      CHECK(got[size_t(r)] == want);  // bit-identical on every rank
-      CHECK(got_d[size_t(r)] == std::vector<double>(count, 0.25 * n * (n + 1) / 2));
-      CHECK(got_i[size_t(r)] == std::vector<int32_t>(count, n * (n + 1) / 2));
-      CHECK(got_l[size_t(r)] == std::vector<int64_t>(count, want_l));
-      CHECK(got_b[size_t(r)] == std::vector<uint16_t>(count, bf16(1.5f * n)));
+      CHECK_LOCKED(got[size_t(r)] == want);  // bit-identical on every rank
+      CHECK_LOCKED(got_d[size_t(r)] == std::vector<double>(count, 0.25 * n * (n + 1) / 2));
+      CHECK_LOCKED(got_i[size_t(r)] == std::vector<int32_t>(count, n * (n + 1) / 2));
+      CHECK_LOCKED(got_l[size_t(r)] == std::vector<int64_t>(count, want_l));
+      CHECK_LOCKED(got_b[size_t(r)] == std::vector<uint16_t>(count, bf16(1.5f * n)));
     }
-    for (auto c : comms) REQUIRE(ncclCommDestroy(c) == ncclSuccess);
+    for (auto c : comms) REQUIRE_LOCKED(ncclCommDestroy(c) == ncclSuccess);
   }
 }
 
@@ -133,7 +150,7 @@ TEST_CASE("emulated nccl: ranks meet by unique id, count, rank and broadcast", "
   const int n = 2;
   if (!enough_devices(n)) return;
   ncclUniqueId id;
-  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  REQUIRE_LOCKED(ncclGetUniqueId(&id) == ncclSuccess);
   std::vector<ncclComm_t> comms(n);
   std::vector<std::vector<float>> got(n);
   std::vector<int> sizes(n), ranks(n);
@@ -148,11 +165,11 @@ TEST_CASE("emulated nccl: ranks meet by unique id, count, rank and broadcast", "
     got[size_t(r)] = host_copy(buf, 5);
     cudaFree(buf);
   });
-  REQUIRE(failures == 0);
+  REQUIRE_LOCKED(failures == 0);
   for (int r = 0; r < n; ++r) {
-    CHECK(sizes[size_t(r)] == n);
-    CHECK(ranks[size_t(r)] == r);
-    CHECK(got[size_t(r)] == std::vector<float>(5, 20.0f));  // root 1's values
+    CHECK_LOCKED(sizes[size_t(r)] == n);
+    CHECK_LOCKED(ranks[size_t(r)] == r);
+    CHECK_LOCKED(got[size_t(r)] == std::vector<float>(5, 20.0f));  // root 1's values
     ncclCommDestroy(comms[size_t(r)]);
   }
 }
@@ -164,75 +181,75 @@ TEST_CASE("emulated nccl: group calls let one thread drive every rank", "[emu][n
   std::vector<cudaStream_t> streams(n);
   std::vector<float*> bufs(n);
   for (int r = 0; r < n; ++r) {
-    REQUIRE(cudaSetDevice(r) == cudaSuccess);
-    REQUIRE(cudaStreamCreate(&streams[size_t(r)]) == cudaSuccess);
+    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
+    REQUIRE_LOCKED(cudaStreamCreate(&streams[size_t(r)]) == cudaSuccess);
     bufs[size_t(r)] = device_copy(std::vector<float>(3, float(r + 1)));
   }
-  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE_LOCKED(ncclGroupStart() == ncclSuccess);
   for (int r = 0; r < n; ++r)
-    REQUIRE(ncclAllReduce(bufs[size_t(r)], bufs[size_t(r)], 3, ncclFloat, ncclSum, comms[size_t(r)],
+    REQUIRE_LOCKED(ncclAllReduce(bufs[size_t(r)], bufs[size_t(r)], 3, ncclFloat, ncclSum, comms[size_t(r)],
                           streams[size_t(r)]) == ncclSuccess);
-  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  REQUIRE_LOCKED(ncclGroupEnd() == ncclSuccess);
   for (int r = 0; r < n; ++r) {
-    REQUIRE(cudaSetDevice(r) == cudaSuccess);
-    REQUIRE(cudaStreamSynchronize(streams[size_t(r)]) == cudaSuccess);
-    CHECK(host_copy(bufs[size_t(r)], 3) == std::vector<float>(3, 3.0f));
+    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
+    REQUIRE_LOCKED(cudaStreamSynchronize(streams[size_t(r)]) == cudaSuccess);
+    CHECK_LOCKED(host_copy(bufs[size_t(r)], 3) == std::vector<float>(3, 3.0f));
   }
   // Outside a group the same thread may not issue for a second rank (NCCL
   // documents that this can deadlock).
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
-  REQUIRE(ncclAllReduce(bufs[0], bufs[0], 3, ncclFloat, ncclSum, comms[0], streams[0]) == ncclSuccess);
-  REQUIRE(cudaSetDevice(1) == cudaSuccess);
-  CHECK(ncclAllReduce(bufs[1], bufs[1], 3, ncclFloat, ncclSum, comms[1], streams[1]) == ncclInvalidUsage);
-  CHECK(ncclGroupEnd() == ncclInvalidUsage);  // no group open
+  REQUIRE_LOCKED(cudaSetDevice(0) == cudaSuccess);
+  REQUIRE_LOCKED(ncclAllReduce(bufs[0], bufs[0], 3, ncclFloat, ncclSum, comms[0], streams[0]) == ncclSuccess);
+  REQUIRE_LOCKED(cudaSetDevice(1) == cudaSuccess);
+  CHECK_LOCKED(ncclAllReduce(bufs[1], bufs[1], 3, ncclFloat, ncclSum, comms[1], streams[1]) == ncclInvalidUsage);
+  CHECK_LOCKED(ncclGroupEnd() == ncclInvalidUsage);  // no group open
   // Release rank 0's lone collective, then clean up.
-  REQUIRE(ncclCommAbort(comms[0]) == ncclSuccess);
-  REQUIRE(ncclCommAbort(comms[1]) == ncclSuccess);
+  REQUIRE_LOCKED(ncclCommAbort(comms[0]) == ncclSuccess);
+  REQUIRE_LOCKED(ncclCommAbort(comms[1]) == ncclSuccess);
   for (int r = 0; r < n; ++r) {
-    REQUIRE(cudaSetDevice(r) == cudaSuccess);
-    REQUIRE(cudaStreamSynchronize(streams[size_t(r)]) == cudaSuccess);
+    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
+    REQUIRE_LOCKED(cudaStreamSynchronize(streams[size_t(r)]) == cudaSuccess);
     cudaFree(bufs[size_t(r)]);
     cudaStreamDestroy(streams[size_t(r)]);
   }
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  REQUIRE_LOCKED(cudaSetDevice(0) == cudaSuccess);
 
   // InitRank of every rank from one thread inside a group.
   ncclUniqueId id;
-  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  REQUIRE_LOCKED(ncclGetUniqueId(&id) == ncclSuccess);
   std::vector<ncclComm_t> ranked(n);
-  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE_LOCKED(ncclGroupStart() == ncclSuccess);
   for (int r = 0; r < n; ++r) {
-    REQUIRE(cudaSetDevice(r) == cudaSuccess);
-    REQUIRE(ncclCommInitRank(&ranked[size_t(r)], n, id, r) == ncclSuccess);
+    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
+    REQUIRE_LOCKED(ncclCommInitRank(&ranked[size_t(r)], n, id, r) == ncclSuccess);
   }
-  REQUIRE(ncclGroupEnd() == ncclSuccess);
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
-  for (auto c : ranked) REQUIRE(ncclCommDestroy(c) == ncclSuccess);
+  REQUIRE_LOCKED(ncclGroupEnd() == ncclSuccess);
+  REQUIRE_LOCKED(cudaSetDevice(0) == cudaSuccess);
+  for (auto c : ranked) REQUIRE_LOCKED(ncclCommDestroy(c) == ncclSuccess);
 }
 
 TEST_CASE("emulated nccl: argument checks", "[emu][nccl]") {
-  CHECK(ncclCommInitAll(nullptr, -1, nullptr) != ncclSuccess);
+  CHECK_LOCKED(ncclCommInitAll(nullptr, -1, nullptr) != ncclSuccess);
   int version = 0;
-  REQUIRE(ncclGetVersion(&version) == ncclSuccess);
-  CHECK(version == NCCL_VERSION_CODE);
+  REQUIRE_LOCKED(ncclGetVersion(&version) == ncclSuccess);
+  CHECK_LOCKED(version == NCCL_VERSION_CODE);
   if (!enough_devices(2)) return;
   ncclComm_t dup[2];
   const int same[2] = {1, 1};
-  CHECK(ncclCommInitAll(dup, 2, same) == ncclInvalidUsage);  // one GPU per rank
+  CHECK_LOCKED(ncclCommInitAll(dup, 2, same) == ncclInvalidUsage);  // one GPU per rank
   auto comms = init_all(2);
   std::vector<float> host(4);
-  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  REQUIRE_LOCKED(cudaSetDevice(0) == cudaSuccess);
   float* mine = device_copy(host);
-  CHECK(ncclAllReduce(host.data(), host.data(), 4, ncclFloat, ncclSum, comms[0], nullptr) == ncclInvalidArgument);
-  CHECK(ncclAllReduce(mine, mine, 5, ncclFloat, ncclSum, comms[0], nullptr) == ncclInvalidArgument);  // overrun
-  CHECK(ncclAllReduce(mine, mine, 4, ncclFloat, ncclSum, comms[1], nullptr) == ncclInvalidArgument);  // device 0 memory, rank on 1
-  CHECK(ncclAllReduce(mine, mine, 2, ncclHalf, ncclSum, comms[0], nullptr) == ncclInvalidArgument);
-  CHECK(ncclBroadcast(mine, mine, 4, ncclFloat, 2, comms[0], nullptr) == ncclInvalidArgument);
+  CHECK_LOCKED(ncclAllReduce(host.data(), host.data(), 4, ncclFloat, ncclSum, comms[0], nullptr) == ncclInvalidArgument);
+  CHECK_LOCKED(ncclAllReduce(mine, mine, 5, ncclFloat, ncclSum, comms[0], nullptr) == ncclInvalidArgument);  // overrun
+  CHECK_LOCKED(ncclAllReduce(mine, mine, 4, ncclFloat, ncclSum, comms[1], nullptr) == ncclInvalidArgument);  // device 0 memory, rank on 1
+  CHECK_LOCKED(ncclAllReduce(mine, mine, 2, ncclHalf, ncclSum, comms[0], nullptr) == ncclInvalidArgument);
+  CHECK_LOCKED(ncclBroadcast(mine, mine, 4, ncclFloat, 2, comms[0], nullptr) == ncclInvalidArgument);
   ncclResult_t async = ncclInternalError;
-  REQUIRE(ncclCommGetAsyncError(comms[0], &async) == ncclSuccess);
-  CHECK(async == ncclSuccess);
-  for (auto c : comms) REQUIRE(ncclCommDestroy(c) == ncclSuccess);
-  CHECK(ncclCommGetAsyncError(comms[0], &async) == ncclInvalidArgument);  // destroyed: refused, not read
+  REQUIRE_LOCKED(ncclCommGetAsyncError(comms[0], &async) == ncclSuccess);
+  CHECK_LOCKED(async == ncclSuccess);
+  for (auto c : comms) REQUIRE_LOCKED(ncclCommDestroy(c) == ncclSuccess);
+  CHECK_LOCKED(ncclCommGetAsyncError(comms[0], &async) == ncclInvalidArgument);  // destroyed: refused, not read
   cudaFree(mine);
 }
 
@@ -268,22 +285,22 @@ TEST_CASE("emulated nccl: collectives in different orders block until a watchdog
   // The watchdog: nothing may finish on its own; the hang is silent (no
   // async error yet), as NCCL's would be.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(finished == 0);
+  CHECK_LOCKED(finished == 0);
   ncclResult_t async = ncclInternalError;
-  REQUIRE(ncclCommGetAsyncError(comms[1], &async) == ncclSuccess);
-  CHECK(async == ncclSuccess);
+  REQUIRE_LOCKED(ncclCommGetAsyncError(comms[1], &async) == ncclSuccess);
+  CHECK_LOCKED(async == ncclSuccess);
   const auto abort_at = std::chrono::steady_clock::now();
-  REQUIRE(ncclCommAbort(comms[0]) == ncclSuccess);
+  REQUIRE_LOCKED(ncclCommAbort(comms[0]) == ncclSuccess);
   // The surviving rank learns why its collectives cannot complete.
-  REQUIRE(ncclCommGetAsyncError(comms[1], &async) == ncclSuccess);
-  CHECK(async == ncclInvalidUsage);
-  REQUIRE(ncclCommAbort(comms[1]) == ncclSuccess);
+  REQUIRE_LOCKED(ncclCommGetAsyncError(comms[1], &async) == ncclSuccess);
+  CHECK_LOCKED(async == ncclInvalidUsage);
+  REQUIRE_LOCKED(ncclCommAbort(comms[1]) == ncclSuccess);
   while (finished < n && std::chrono::steady_clock::now() - abort_at < std::chrono::seconds(5))
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  REQUIRE(finished == n);  // released within seconds, not hung
+  REQUIRE_LOCKED(finished == n);  // released within seconds, not hung
   for (auto& t : ranks) t.join();
   for (int r = 0; r < n; ++r) {
-    CHECK(sync[size_t(r)] == cudaSuccess);  // the streams end; the error is the communicator's
-    CHECK(after[size_t(r)] == std::vector<float>(count, float(r + 1)));  // nothing was written
+    CHECK_LOCKED(sync[size_t(r)] == cudaSuccess);  // the streams end; the error is the communicator's
+    CHECK_LOCKED(after[size_t(r)] == std::vector<float>(count, float(r + 1)));  // nothing was written
   }
 }

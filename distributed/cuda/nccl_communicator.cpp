@@ -51,12 +51,20 @@ void NcclCommunicator::check_usable(int rank) const {
 }
 
 void NcclCommunicator::all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) {
+  all_reduce(rank, ctx, data, count, ncclFloat);
+}
+
+void NcclCommunicator::all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) {
+  all_reduce(rank, ctx, data, count, ncclDouble);
+}
+
+void NcclCommunicator::all_reduce(int rank, Context& ctx, void* data, int64_t count, ncclDataType_t type) {
   check_usable(rank);
   CudaState& cuda = *ctx.cuda();
   Rank& r = ranks_[rank];
   LS_CUDA_CHECK(cudaEventRecord(r.produced, cuda.compute_stream));
   LS_CUDA_CHECK(cudaStreamWaitEvent(cuda.comm_stream, r.produced, 0));
-  LS_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum, comms_[rank],
+  LS_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), type, ncclSum, comms_[rank],
                               cuda.comm_stream));
   LS_CUDA_CHECK(cudaEventRecord(r.reduced, cuda.comm_stream));
   std::lock_guard<std::mutex> lock(mutex_);

@@ -26,6 +26,7 @@ public:
 
   int size() const override { return static_cast<int>(comms_.size()); }
   void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) override;
+  void all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) override;
   void wait(int rank, Context& ctx) override;
   void abort(const std::string& reason) override;
 
@@ -37,6 +38,7 @@ private:
     std::chrono::steady_clock::time_point pending_since{};
     bool pending = false;             // a collective queued and not yet seen complete
   };
+  void all_reduce(int rank, Context& ctx, void* data, int64_t count, ncclDataType_t type);
   void watchdog_loop();
   void check_usable(int rank) const;
 

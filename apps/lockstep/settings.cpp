@@ -54,7 +54,8 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"input", s.input},
           {"limit", std::to_string(s.limit)},
           {"test_limit", std::to_string(s.test_limit)},
-          {"drop_last", s.drop_last ? "1" : "0"}};
+          {"drop_last", s.drop_last ? "1" : "0"},
+          {"sync_bn", s.sync_bn ? "1" : "0"}};
 }
 
 std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
@@ -82,6 +83,7 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("limit", "--limit", [&](const std::string& v) { s.limit = std::stoll(v); });
   take("test_limit", "--test-limit", [&](const std::string& v) { s.test_limit = std::stoll(v); });
   take("drop_last", "--drop-last", [&](const std::string& v) { s.drop_last = v == "1"; });
+  take("sync_bn", "--sync-bn", [&](const std::string& v) { s.sync_bn = v == "1"; });
   return settled;
 }
 

@@ -38,6 +38,7 @@ struct TrainSettings {
   bool dropout = true;
   bool skip_bad_images = false;
   bool drop_last = false;
+  bool sync_bn = false;         // batch-norm statistics over all replicas in forward
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

@@ -117,6 +117,7 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
   ReplicaOptions replica_options;
   replica_options.seed = s.seed;
+  replica_options.context.sync_batch_norm = s.sync_bn;
   ReplicaManager replicas(factory, devices, replica_options);
 
   TrainerConfig config;

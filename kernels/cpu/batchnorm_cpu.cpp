@@ -1,5 +1,7 @@
 #include "kernels/cpu/batchnorm_cpu.h"
 
+#include <vector>
+
 #include "kernels/bn_math.h"
 #include "kernels/elementwise_math.h"
 
@@ -51,34 +53,54 @@ void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t
   }
 }
 
-void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
-                        const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
-                        float* dx, bool accumulate) {
-  const int64_t count = n * spatial;
+void batchnorm_gradient_sums(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                             const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
   for (int64_t c = 0; c < channels; ++c) {
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    double a = 0.0, b = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t base = (i * channels + c) * spatial;
       for (int64_t j = 0; j < spatial; ++j) {
         const double xhat = (x[base + j] - mean[c]) * inv_std[c];
-        sum_dy += dy[base + j];
-        sum_dy_xhat += dy[base + j] * xhat;
+        a += dy[base + j];
+        b += dy[base + j] * xhat;
       }
     }
-    dbeta[c] = static_cast<float>(sum_dy);
-    dgamma[c] = static_cast<float>(sum_dy_xhat);
-    if (!dx || count == 0) continue;
-    const float mean_dy = static_cast<float>(sum_dy / static_cast<double>(count));
-    const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / static_cast<double>(count));
-    for (int64_t i = 0; i < n; ++i) {
+    sum_dy[c] = a;
+    sum_dy_xhat[c] = b;
+  }
+}
+
+void batchnorm_input_gradient(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                              const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
+                              const float* mean_dy_xhat, float* dx, bool accumulate) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < channels; ++c) {
       const int64_t base = (i * channels + c) * spatial;
       for (int64_t j = 0; j < spatial; ++j) {
         const float xhat = (x[base + j] - mean[c]) * inv_std[c];
-        store_grad(dx[base + j], bn_input_grad(dy[base + j], xhat, gamma[c], inv_std[c], mean_dy, mean_dy_xhat),
+        store_grad(dx[base + j], bn_input_grad(dy[base + j], xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
                    accumulate);
       }
     }
+}
+
+void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                        const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
+                        float* dx, bool accumulate) {
+  const int64_t count = n * spatial;
+  std::vector<double> sum_dy(channels), sum_dy_xhat(channels);
+  batchnorm_gradient_sums(x, dy, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data());
+  std::vector<float> mean_dy(channels), mean_dy_xhat(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    dbeta[c] = static_cast<float>(sum_dy[c]);
+    dgamma[c] = static_cast<float>(sum_dy_xhat[c]);
+    if (count == 0) continue;
+    mean_dy[c] = static_cast<float>(sum_dy[c] / static_cast<double>(count));
+    mean_dy_xhat[c] = static_cast<float>(sum_dy_xhat[c] / static_cast<double>(count));
   }
+  if (!dx || count == 0) return;
+  batchnorm_input_gradient(x, dy, n, channels, spatial, mean, inv_std, gamma, mean_dy.data(), mean_dy_xhat.data(), dx,
+                           accumulate);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

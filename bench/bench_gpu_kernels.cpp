@@ -173,7 +173,6 @@ json sgd(Context& ctx, const Options& o, const json& peak) {
 json resnet_step(const Options& o, bool tf32) {
   ContextOptions options;
   options.allow_tf32 = tf32;
-  options.sync_timing = true;  // forward/backward split measured at synchronised points
   Context ctx(Device::cuda(0), options);
   const Shape input{3, 32, 32};
   auto model = build_model("resnet18", input, 10, ModelOptions{.dropout = false});
@@ -193,11 +192,13 @@ json resnet_step(const Options& o, bool tf32) {
   std::vector<double> steps, forward, backward;
   for (int i = 0; i < o.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
+    ctx.clear_marks();
     TrainStepResult result = model->train_step(ctx, {}, x, y, 1.0f / o.batch);
     ctx.synchronize();
     steps.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    forward.push_back(result.forward_seconds);
-    backward.push_back(result.backward_seconds);
+    // The forward/backward split from events on the stream, read after the drain.
+    forward.push_back(ctx.seconds_between(result.forward_mark, result.backward_mark));
+    backward.push_back(ctx.seconds_between(result.backward_mark, result.end_mark));
   }
   const double med = median(steps);
   return json{{"model", "resnet18"},

@@ -3,15 +3,25 @@
 // Replica r with n_r of the B samples has per-channel mean m_r and biased
 // variance v_r; with w_r = n_r / B,
 //   m = sum_r w_r m_r,   v = sum_r w_r (v_r + (m_r - m)^2),
-// two all-reduces (the one-pass E[x^2] - m^2 would lose the variance of a
-// channel whose mean is large). Every replica then updates its running
-// statistics once with the same global m and v, so they stay identical.
+// two all-reduces of doubles for all BN layers together (the one-pass
+// E[x^2] - m^2 would lose the variance of a channel whose mean is large).
+// Every replica then updates its running statistics once with the same
+// global m and v, so they stay identical. On a GPU everything is queued on
+// the replica's streams (ops/batchnorm_combine.h): nothing waits.
 #include "distributed/communicator.h"
+#include "ops/batchnorm_combine.h"
 #include "runtime/model.h"
 
 namespace lockstep {
 
-// Called by every rank after its backward; `weight` is n_r / B.
-void synchronize_batch_norm(Model& model, Context& ctx, Communicator* comm, int rank, float weight);
+// One per replica: keeps the packed buffers from step to step.
+class BatchNormSync {
+public:
+  // Called by every rank after its backward; `weight` is n_r / B.
+  void run(Model& model, Context& ctx, Communicator* comm, int rank, double weight);
+
+private:
+  ops::BatchNormCombiner combiner_;
+};
 
 }  // namespace lockstep

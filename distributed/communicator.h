@@ -24,6 +24,9 @@ public:
   // a GPU the sum may still be in flight when this returns: wait() orders it
   // before later work on the compute stream.
   virtual void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) = 0;
+  // The same for doubles (statistics that need more than float precision,
+  // counts exact beyond 2^24).
+  virtual void all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) = 0;
   // Makes later work on `ctx`'s compute stream wait for this rank's collectives.
   virtual void wait(int rank, Context& ctx) = 0;
   // Releases every rank blocked in (or later entering) a collective with an

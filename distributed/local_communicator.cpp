@@ -19,6 +19,7 @@ LocalCommunicator::LocalCommunicator(int ranks, std::chrono::milliseconds timeou
       rank_arrived_(ranks, false),
       buffers_(ranks, nullptr),
       counts_(ranks, 0),
+      element_bytes_(ranks, 0),
       devices_(ranks, Device::cpu()) {
   LS_CHECK(ranks >= 1, "a communicator needs at least one rank, got ", ranks);
 }
@@ -50,70 +51,97 @@ void LocalCommunicator::arrive_and_wait(int rank, const char* where) {
 }
 
 void LocalCommunicator::all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) {
+  all_reduce(rank, ctx, data, count);
+}
+
+void LocalCommunicator::all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) {
+  all_reduce(rank, ctx, data, count);
+}
+
+template <typename T> void LocalCommunicator::all_reduce(int rank, Context& ctx, T* data, int64_t count) {
   LS_CHECK(rank >= 0 && rank < ranks_, "rank ", rank, " of a communicator of ", ranks_);
   if (ranks_ == 1) return;
   if (ctx.device().is_cuda()) return all_reduce_device(rank, ctx, data, count);
   all_reduce_host(rank, data, count);
 }
 
-void LocalCommunicator::check_posted(int rank, int64_t count, Device device) const {
+void LocalCommunicator::check_posted(int rank, int64_t count, size_t element_bytes, Device device) const {
   for (int r = 0; r < ranks_; ++r) {
-    LS_CHECK(counts_[r] == count, "all_reduce of ", count, " floats on rank ", rank, " but ", counts_[r], " on rank ",
+    LS_CHECK(counts_[r] == count && element_bytes_[r] == element_bytes, "all_reduce of ", count, " elements of ",
+             element_bytes, " bytes on rank ", rank, " but ", counts_[r], " of ", element_bytes_[r], " bytes on rank ",
              r);
     LS_CHECK(devices_[r] == device, "the local communicator sums buffers of one device: rank ", rank, " is on ",
              device.str(), ", rank ", r, " on ", devices_[r].str(), " (ranks on distinct GPUs go through NCCL)");
   }
 }
 
-void LocalCommunicator::all_reduce_host(int rank, float* data, int64_t count) {
+template <> float* LocalCommunicator::host_result<float>(int64_t count) {
+  if (static_cast<int64_t>(float_result_.size()) < count) float_result_.resize(count);
+  return float_result_.data();
+}
+
+template <> double* LocalCommunicator::host_result<double>(int64_t count) {
+  if (static_cast<int64_t>(double_result_.size()) < count) double_result_.resize(count);
+  return double_result_.data();
+}
+
+template <typename T> void LocalCommunicator::all_reduce_host(int rank, T* data, int64_t count) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     buffers_[rank] = data;
     counts_[rank] = count;
+    element_bytes_[rank] = sizeof(T);
     devices_[rank] = Device::cpu();
-    if (static_cast<int64_t>(result_.size()) < count) result_.resize(count);
+    host_result<T>(count);  // sized before the barrier, so nobody resizes it past there
   }
   arrive_and_wait(rank, "all_reduce (post)");
-  check_posted(rank, count, Device::cpu());
+  check_posted(rank, count, sizeof(T), Device::cpu());
+  T* result = host_result<T>(count);
   // Each rank sums its share of the elements over all ranks, in rank order.
   int64_t begin = count * rank / ranks_, end = count * (rank + 1) / ranks_;
-  float* result = result_.data();
-  std::memcpy(result + begin, buffers_[0] + begin, (end - begin) * sizeof(float));
+  std::memcpy(result + begin, static_cast<const T*>(buffers_[0]) + begin, (end - begin) * sizeof(T));
   for (int r = 1; r < ranks_; ++r) {
-    const float* src = buffers_[r];
+    const T* src = static_cast<const T*>(buffers_[r]);
     for (int64_t i = begin; i < end; ++i) result[i] += src[i];
   }
   arrive_and_wait(rank, "all_reduce (sum)");
-  std::memcpy(data, result, count * sizeof(float));
-  // Nobody may post the next collective's buffers (or resize result_) before all have copied.
+  std::memcpy(data, result, count * sizeof(T));
+  // Nobody may post the next collective's buffers (or resize the result) before all have copied.
   arrive_and_wait(rank, "all_reduce (copy)");
 }
 
-void LocalCommunicator::all_reduce_device(int rank, Context& ctx, float* data, int64_t count) {
+template <typename T>
+void LocalCommunicator::all_reduce_device(int rank, Context& ctx, T* data, int64_t count) {
 #if LOCKSTEP_WITH_CUDA
   // Other ranks read this buffer from their own streams: the kernels that
   // wrote it must be done first.
   ctx.synchronize();
+  const int64_t result_floats = std::max<int64_t>(count * static_cast<int64_t>(sizeof(T) / sizeof(float)), 1);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     buffers_[rank] = data;
     counts_[rank] = count;
+    element_bytes_[rank] = sizeof(T);
     devices_[rank] = ctx.device();
     // Nobody uses the shared result between the last copy barrier and the next sum.
-    if (!device_result_.defined() || device_result_.numel() < count || device_result_.device() != ctx.device()) {
+    if (!device_result_.defined() || device_result_.numel() < result_floats ||
+        device_result_.device() != ctx.device()) {
       device_result_ = Tensor();
-      device_result_ = Tensor::empty(Shape{std::max<int64_t>(count, 1)}, ctx.device());
+      device_result_ = Tensor::empty(Shape{result_floats}, ctx.device());
     }
   }
   arrive_and_wait(rank, "all_reduce (post)");
-  check_posted(rank, count, ctx.device());
+  check_posted(rank, count, sizeof(T), ctx.device());
   cudaStream_t stream = ctx.cuda()->compute_stream;
-  float* result = device_result_.data();
+  // The allocator hands out blocks aligned for any element type.
+  T* result = reinterpret_cast<T*>(device_result_.data());
+  std::vector<const T*> sources(ranks_);
+  for (int r = 0; r < ranks_; ++r) sources[r] = static_cast<const T*>(buffers_[r]);
   int64_t begin = count * rank / ranks_, end = count * (rank + 1) / ranks_;
-  cuda::sum_buffers(stream, buffers_.data(), ranks_, result, begin, end);
+  cuda::sum_buffers(stream, sources.data(), ranks_, result, begin, end);
   ctx.synchronize();
   arrive_and_wait(rank, "all_reduce (sum)");
-  cuda_copy_bytes_async(data, result, count * sizeof(float), stream);
+  cuda_copy_bytes_async(data, result, count * sizeof(T), stream);
   // The next collective may resize or overwrite the result: the copy must be done.
   ctx.synchronize();
   arrive_and_wait(rank, "all_reduce (copy)");

@@ -25,16 +25,22 @@ public:
   explicit LocalCommunicator(int ranks, std::chrono::milliseconds timeout = default_collective_timeout);
   int size() const override { return ranks_; }
   void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) override;
+  void all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) override;
   void wait(int rank, Context& ctx) override;
   void abort(const std::string& reason) override;
 
 private:
   // Blocks until every rank has arrived at this barrier or the communicator is aborted or times out.
   void arrive_and_wait(int rank, const char* where);
-  void all_reduce_host(int rank, float* data, int64_t count);
-  void all_reduce_device(int rank, Context& ctx, float* data, int64_t count);
-  // Checks, after the post barrier, that every rank posted `count` floats on `device`.
-  void check_posted(int rank, int64_t count, Device device) const;
+  template <typename T> void all_reduce(int rank, Context& ctx, T* data, int64_t count);
+  template <typename T> void all_reduce_host(int rank, T* data, int64_t count);
+  template <typename T> void all_reduce_device(int rank, Context& ctx, T* data, int64_t count);
+  // Checks, after the post barrier, that every rank posted `count` elements
+  // of `element_bytes` on `device`.
+  void check_posted(int rank, int64_t count, size_t element_bytes, Device device) const;
+  // The shared host result, as `count` elements of T (floats and doubles
+  // each have their own vector, so neither is read through the other's type).
+  template <typename T> T* host_result(int64_t count);
 
   int ranks_;
   std::chrono::milliseconds timeout_;
@@ -45,11 +51,13 @@ private:
   std::vector<bool> rank_arrived_;
   bool aborted_ = false;
   std::string abort_reason_;
-  std::vector<float*> buffers_;
+  std::vector<void*> buffers_;
   std::vector<int64_t> counts_;
+  std::vector<size_t> element_bytes_;
   std::vector<Device> devices_;
-  std::vector<float> result_;
-  Tensor device_result_;  // the GPU path's shared sum
+  std::vector<float> float_result_;
+  std::vector<double> double_result_;
+  Tensor device_result_;  // the GPU path's shared sum, as raw floats (a double takes two)
 };
 
 }  // namespace lockstep

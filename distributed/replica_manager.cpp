@@ -1,11 +1,14 @@
 #include "distributed/replica_manager.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "distributed/batch_split.h"
 #include "distributed/bn_sync.h"
+#include "distributed/communicator_group.h"
 #include "base/error.h"
 #include "distributed/gradient_buckets.h"
+#include "runtime/host_syncs.h"
 
 namespace lockstep {
 
@@ -15,14 +18,14 @@ struct ReplicaManager::Replica {
   std::unique_ptr<Context> ctx;
   std::unique_ptr<Model> model;
   std::vector<Bucket> buckets;
+  BatchNormSync bn_sync;
+  std::unique_ptr<CommunicatorGroup> group;  // what the replica's layers see of the others
   StepMetrics metrics;
   PhaseTimes times;
   WorkerThread thread;  // last member: joined before the rest is destroyed
 };
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 // The slice of a host batch for one replica, on that replica's device: on a
 // GPU copied asynchronously on the compute stream (from pinned memory when
@@ -59,6 +62,8 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
   }
   run_on_all([&](Replica& r) {
     r.ctx = std::make_unique<Context>(r.device, options_.context);
+    r.group = std::make_unique<CommunicatorGroup>(*comm_, r.rank);
+    r.ctx->set_replica_group(r.group.get());
     r.ctx->make_current();
     r.model = factory(r.device);
     LS_CHECK(r.model != nullptr, "the model factory returned no model for ", r.device.str());
@@ -120,13 +125,20 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   LS_CHECK(batch.images.dim(0) >= global && batch.labels.numel() >= global, "batch of ", global,
            " samples with images ", batch.images.shape().str(), " and ", batch.labels.numel(), " labels");
   const int n = global_size();
+  // A replica without samples runs no layer, so it could not take part in
+  // the synchronised statistics of each BN layer.
+  LS_CHECK(!options_.context.sync_batch_norm || global >= n, "synchronised batch norm needs a sample per replica: a ",
+           "batch of ", global, " over ", n, " replicas");
   const uint64_t step = step_;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
-    auto t0 = Clock::now();
+    // Nothing in the step waits for the device before the read-back at its
+    // end (with sync_timing, the drains it asks for): counted where the build can.
+    const std::optional<uint64_t> syncs_at_start = host_synchronizations_on_this_thread();
+    r.ctx->clear_marks();
+    const int data_mark = r.ctx->mark_time();
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
-    auto t1 = Clock::now();
 
     // Each bucket goes as soon as backward has finished every gradient in it.
     ParameterArenas& arenas = r.model->arenas();
@@ -142,26 +154,32 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
     const StepInfo info{options_.seed, step, slice.offset};
     TrainStepResult result =
         r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), on_ready);
-    r.metrics = result.metrics;
-    float weight = static_cast<float>(slice.count) / static_cast<float>(global);
-    synchronize_batch_norm(*r.model, *r.ctx, comm_.get(), r.rank, weight);
+    const int compute_end_mark = result.end_mark >= 0 ? result.end_mark : r.ctx->mark_time();
+    double weight = static_cast<double>(slice.count) / static_cast<double>(global);
+    r.bn_sync.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
     if (n > 1) comm_->wait(r.rank, *r.ctx);
     if (options_.context.sync_timing) r.ctx->synchronize();
-    auto t3 = Clock::now();
+    const int update_mark = r.ctx->mark_time();
     sgd_step(*r.ctx, arenas, sgd, lr);
-    if (options_.context.sync_timing) r.ctx->synchronize();
-    auto t4 = Clock::now();
+    const int end_mark = r.ctx->mark_time();
+    if (syncs_at_start) r.times.host_syncs += *host_synchronizations_on_this_thread() - *syncs_at_start;
 
-    r.times.data += seconds(t0, t1);
-    r.times.forward += result.forward_seconds;
-    r.times.backward += result.backward_seconds;
-    // Whatever of the step the model did not spend computing was spent waiting on collectives.
-    r.times.communication += std::max(0.0, seconds(t1, t3) - result.forward_seconds - result.backward_seconds);
-    r.times.update += seconds(t3, t4);
+    // The step's one read-back: the metrics, and with them every mark.
+    r.metrics = result.metrics();
+    if (!result.read_back) r.ctx->synchronize();  // an empty slice queued no loss pass to wait for
+    const int forward_mark = result.forward_mark >= 0 ? result.forward_mark : compute_end_mark;
+    const int backward_mark = result.backward_mark >= 0 ? result.backward_mark : compute_end_mark;
+    r.times.data += r.ctx->seconds_between(data_mark, forward_mark);
+    r.times.forward += r.ctx->seconds_between(forward_mark, backward_mark);
+    r.times.backward += r.ctx->seconds_between(backward_mark, compute_end_mark);
+    // After backward: waiting for the all-reduces and the BN combination.
+    r.times.communication += r.ctx->seconds_between(compute_end_mark, update_mark);
+    r.times.update += r.ctx->seconds_between(update_mark, end_mark);
     r.times.steps += 1;
   });
   ++step_;
   times_ = replicas_[0]->times;
+  for (auto& r : replicas_) times_.host_syncs = std::max(times_.host_syncs, r->times.host_syncs);
   StepMetrics total;
   for (auto& r : replicas_) total += r->metrics;
   return sum_over_processes(total);

@@ -41,6 +41,10 @@ struct PhaseTimes {
   double communication = 0.0; // exposed: waiting for all-reduces after backward, BN combination
   double update = 0.0;
   int64_t steps = 0;
+  // Host synchronisations the steps made before their end-of-step read-back
+  // (the most of any replica), where the build counts them (the emulated GPU;
+  // runtime/host_syncs.h); 0 elsewhere. Zero unless sync_timing is set.
+  uint64_t host_syncs = 0;
 };
 
 class ReplicaManager {

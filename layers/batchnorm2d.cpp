@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "ops/batchnorm.h"
+#include "ops/batchnorm_sync.h"
 
 namespace lockstep {
 
@@ -76,8 +77,18 @@ void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tenso
     return;
   }
   if (state_.batch_mean.device() != x.device()) allocate_buffers(x.device());
-  ops::batchnorm_forward_train(ctx, x, weight_, bias_, eps_, output, state_.batch_mean, state_.batch_var,
-                               saved_mean_, saved_inv_std_);
+  ReplicaGroup* group = ctx.options().sync_batch_norm ? ctx.replica_group() : nullptr;
+  synced_ = group && group->size() > 1;
+  if (synced_) {
+    const int64_t floats = ops::batchnorm_sync_buffer_floats(weight_.numel());
+    if (!sync_buffer_.defined() || sync_buffer_.numel() < floats || sync_buffer_.device() != x.device())
+      sync_buffer_ = Tensor::empty(Shape{floats}, x.device());
+    ops::batchnorm_forward_train_synced(ctx, *group, x, weight_, bias_, eps_, output, state_.batch_mean,
+                                        state_.batch_var, saved_mean_, saved_inv_std_, sync_buffer_);
+  } else {
+    ops::batchnorm_forward_train(ctx, x, weight_, bias_, eps_, output, state_.batch_mean, state_.batch_var,
+                                 saved_mean_, saved_inv_std_);
+  }
   saved_values_ = x.dim(0) * x.dim(2) * x.dim(3);
   state_.values_per_channel = saved_values_;
 }
@@ -89,6 +100,13 @@ void BatchNorm2d::backward(Context& ctx, const std::vector<Tensor>& inputs, cons
   LS_CHECK(saved_values_ == x.dim(0) * x.dim(2) * x.dim(3), describe(*this, {sample_shape(x)}),
            "backward of a batch ", x.shape().str(), " needs a training-mode forward of that batch first");
   Tensor* dx = input_grads.at(0).defined() ? &input_grads[0] : nullptr;
+  if (synced_) {
+    LS_CHECK(ctx.replica_group(), describe(*this, {sample_shape(x)}),
+             "backward of a synchronised forward on a context without its replica group");
+    ops::batchnorm_backward_synced(ctx, *ctx.replica_group(), x, output_grad, weight_, saved_mean_, saved_inv_std_,
+                                   weight_grad_, bias_grad_, dx, grad_modes.at(0) == GradMode::add, sync_buffer_);
+    return;
+  }
   ops::batchnorm_backward(ctx, x, output_grad, weight_, saved_mean_, saved_inv_std_, weight_grad_, bias_grad_, dx,
                           grad_modes.at(0) == GradMode::add);
 }

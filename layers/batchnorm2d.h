@@ -5,7 +5,11 @@
 // updates the running statistics, from all replicas' statistics), and saves the
 // mean and 1/sqrt(var + eps) for backward; eval uses the running statistics.
 // Backward (after a training forward) writes dweight and dbias and writes or
-// adds dx, the full gradient through the batch statistics.
+// adds dx, the full gradient through the batch statistics. With
+// ContextOptions::sync_batch_norm and a replica group of several replicas,
+// the statistics (and the gradient's means through them) are those of all
+// replicas together (ops/batchnorm_sync.h); batch_norm_state() still holds
+// this replica's own, which the end-of-step combination expects.
 #include "layers/layer.h"
 
 namespace lockstep {
@@ -41,6 +45,8 @@ private:
   Tensor saved_mean_, saved_inv_std_;  // [C], from the last training forward
   int64_t saved_values_ = -1;          // N*H*W of that forward; -1 until one ran (or after an eval forward)
   BatchNormState state_;
+  bool synced_ = false;  // the last training forward used all replicas' statistics
+  Tensor sync_buffer_;   // its all-reduce buffer, kept for backward
 };
 
 }  // namespace lockstep

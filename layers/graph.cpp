@@ -1,7 +1,6 @@
 #include "layers/graph.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "base/error.h"
 #include "ops/loss.h"
@@ -171,19 +170,15 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
     if (on_grad_ready) on_grad_ready(0);
     return {};
   }
-  auto seconds_since = [&](std::chrono::steady_clock::time_point t) {
-    if (ctx.options().sync_timing) ctx.synchronize();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  auto start = std::chrono::steady_clock::now();
   TrainStepResult result;
+  result.forward_mark = ctx.mark_time();
   forward_all(ctx, images, Mode::train, step);
-  result.forward_seconds = seconds_since(start);
-  start = std::chrono::steady_clock::now();
+  result.backward_mark = ctx.mark_time();
 
+  // The loss stays on the device until the step's end: nothing here waits for it.
   Tensor logits = nodes_.back().output.batch_slice(0, batch);
   Tensor logits_grad = nodes_.back().grad.batch_slice(0, batch);
-  result.metrics = ops::softmax_cross_entropy(ctx, logits, labels, loss_scale, &logits_grad);
+  result.read_back = ops::softmax_cross_entropy_queued(ctx, logits, labels, loss_scale, &logits_grad);
 
   // Reverse order: a node's gradient is complete once every consumer (all
   // later nodes) has run; the first consumer to run writes it, the rest add.
@@ -210,7 +205,7 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
     if (on_grad_ready && node.first_param_offset >= 0) on_grad_ready(node.first_param_offset);
   }
   if (on_grad_ready) on_grad_ready(0);
-  result.backward_seconds = seconds_since(start);
+  result.end_mark = ctx.mark_time();
   return result;
 }
 

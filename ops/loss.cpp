@@ -17,26 +17,34 @@ void check_labels(const Tensor& labels, int64_t classes) {
              ")");
 }
 
-StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
-                                  Tensor* logits_grad) {
+namespace {
+int check_loss_shapes(const Tensor& logits, const Tensor& labels, const Tensor* logits_grad) {
   LS_CHECK(logits.shape().rank() == 2, "softmax_cross_entropy: logits must be [N, classes], got ",
            logits.shape().str());
-  int64_t rows = logits.dim(0);
-  int classes = static_cast<int>(logits.dim(1));
-  LS_CHECK(labels.numel() == rows, "softmax_cross_entropy: ", labels.numel(), " labels for ", rows, " rows");
+  LS_CHECK(labels.numel() == logits.dim(0), "softmax_cross_entropy: ", labels.numel(), " labels for ", logits.dim(0),
+           " rows");
   if (logits_grad)
     LS_CHECK(logits_grad->shape() == logits.shape(), "softmax_cross_entropy: gradient ", logits_grad->shape().str(),
              " for logits ", logits.shape().str());
+  return static_cast<int>(logits.dim(1));
+}
+
+LossSums cpu_loss(const Tensor& logits, const Tensor& labels, int classes, float scale, float* grad) {
+  check_labels(labels, classes);
+  return cpu::softmax_cross_entropy(logits.data(), labels.labels(), logits.dim(0), classes, scale, grad);
+}
+}  // namespace
+
+StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
+                                  Tensor* logits_grad) {
+  const int classes = check_loss_shapes(logits, labels, logits_grad);
+  int64_t rows = logits.dim(0);
   StepMetrics m;
   m.count = rows;
   if (rows == 0) return m;
   float* grad = logits_grad ? logits_grad->data() : nullptr;
   LossSums sums = dispatch(
-      "softmax_cross_entropy", ctx,
-      [&] {
-        check_labels(labels, classes);
-        return cpu::softmax_cross_entropy(logits.data(), labels.labels(), rows, classes, scale, grad);
-      },
+      "softmax_cross_entropy", ctx, [&] { return cpu_loss(logits, labels, classes, scale, grad); },
       LS_CUDA_TWIN(gpu, {
         DeviceGuard guard(gpu.device);  // the host waits for the result anyway: the guard costs nothing that matters
         cuda::LossScratch scratch{gpu.reduce_scratch, CudaState::reduce_scratch_bytes, gpu.readback,
@@ -47,6 +55,44 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
   m.loss_sum = sums.loss_sum;
   m.correct = sums.correct;
   return m;
+}
+
+MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
+                                             Tensor* logits_grad) {
+  const int classes = check_loss_shapes(logits, labels, logits_grad);
+  const int64_t rows = logits.dim(0);
+  float* grad = logits_grad ? logits_grad->data() : nullptr;
+  return dispatch(
+      "softmax_cross_entropy", ctx,
+      [&]() -> MetricsReadback {
+        StepMetrics m;
+        m.count = rows;
+        if (rows > 0) {
+          LossSums sums = cpu_loss(logits, labels, classes, scale, grad);
+          m.loss_sum = sums.loss_sum;
+          m.correct = sums.correct;
+        }
+        return [m] { return m; };
+      },
+      LS_CUDA_TWIN(gpu, -> MetricsReadback {
+        static_assert(cuda::kLossResultBytes <= CudaState::step_metrics_bytes);
+        cuda::LossScratch scratch{gpu.reduce_scratch, CudaState::reduce_scratch_bytes, nullptr, 0};
+        auto* result = static_cast<cuda::LossResult*>(gpu.step_metrics);
+        auto* host = static_cast<cuda::LossResult*>(gpu.step_metrics_host);
+        cuda::softmax_cross_entropy_queued(gpu.compute_stream, scratch, logits.data(), labels.labels(), rows, classes,
+                                           scale, grad, result, host);
+        // The labels tensor is kept alive for the bad-label message.
+        return [state = &gpu, host, labels, rows, classes] {
+          DeviceGuard guard(state->device);
+          cuda_synchronize_compute(*state);
+          LossSums sums = cuda::loss_sums_of(*host, labels.labels(), classes);
+          StepMetrics m;
+          m.count = rows;
+          m.loss_sum = sums.loss_sum;
+          m.correct = sums.correct;
+          return m;
+        };
+      }));
 }
 
 }  // namespace lockstep::ops

@@ -11,6 +11,14 @@ namespace lockstep::ops {
 StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
                                   Tensor* logits_grad);
 
+// The loss pass of a training step: the same result, but on a GPU the sums
+// stay on the device, copied to pinned memory on the compute stream, and the
+// returned read-back waits for that stream and returns them (a bad label is
+// reported then). On the CPU it is computed at once and the read-back only
+// returns it. The read-back is valid until the next queued pass on `ctx`.
+MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
+                                             Tensor* logits_grad);
+
 // Throws an Error naming the first label outside [0, classes).
 void check_labels(const Tensor& labels, int64_t classes);
 

@@ -1,5 +1,6 @@
 #include "runtime/context.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -61,6 +62,37 @@ void Context::copy(const Tensor& src, Tensor& dst) {
 #if LOCKSTEP_WITH_CUDA
   cuda_copy_bytes_async(dst.raw(), src.raw(), dst.bytes(), cuda_->compute_stream);
 #endif
+}
+
+namespace {
+constexpr size_t kHostMarks = 64;
+}  // namespace
+
+int Context::mark_time() {
+#if LOCKSTEP_WITH_CUDA
+  if (cuda_) return cuda_mark_time(*cuda_);
+#endif
+  const size_t slot = host_marks_used_ % kHostMarks;
+  if (slot == host_marks_.size()) host_marks_.emplace_back();
+  host_marks_[slot] = std::chrono::steady_clock::now();
+  return static_cast<int>(host_marks_used_++);
+}
+
+void Context::clear_marks() {
+  host_marks_used_ = 0;
+#if LOCKSTEP_WITH_CUDA
+  if (cuda_) cuda_->time_marks_used = 0;
+#endif
+}
+
+double Context::seconds_between(int from, int to) {
+#if LOCKSTEP_WITH_CUDA
+  if (cuda_) return cuda_seconds_between(*cuda_, from, to);
+#endif
+  for (int m : {from, to})
+    LS_CHECK(m >= 0 && static_cast<size_t>(m) < host_marks_used_ && host_marks_used_ - static_cast<size_t>(m) <= kHostMarks,
+             "time mark ", m, " is not one of the last ", kHostMarks, " of ", host_marks_used_, " recorded");
+  return std::chrono::duration<double>(host_marks_[to % kHostMarks] - host_marks_[from % kHostMarks]).count();
 }
 
 void Context::zero(Tensor& t) {

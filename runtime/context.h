@@ -3,10 +3,13 @@
 // that is a reusable scratch workspace; on a GPU also the compute and
 // communication streams, the cuDNN and cuBLAS handles and their workspace
 // (CudaState, runtime/cuda/cuda_context.h), created once and owned here.
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "runtime/device.h"
+#include "runtime/replica_group.h"
 #include "runtime/tensor.h"
 
 namespace lockstep {
@@ -15,7 +18,15 @@ struct ContextOptions {
   size_t workspace_limit_bytes = size_t(512) << 20;  // upper bound for conv workspaces
   bool deterministic = false;  // pick deterministic algorithms only
   bool allow_tf32 = false;     // TF32 tensor-core math in cuBLAS/cuDNN
-  bool sync_timing = false;    // synchronise before reading clocks, so GPU phase times are real
+  // Drain the streams at the replica manager's phase boundaries, so phases
+  // do not overlap in the times (a benchmarking aid; the times themselves
+  // come from events on the compute stream either way). Adds host
+  // synchronisations to every step.
+  bool sync_timing = false;
+  // Synchronised batch norm: a training forward normalises with the
+  // statistics of all replicas (all-reduced before normalising, through the
+  // context's replica group), so N replicas equal one device at any depth.
+  bool sync_batch_norm = false;
 };
 
 struct CudaState;
@@ -48,11 +59,30 @@ public:
   void copy(const Tensor& src, Tensor& dst);
   void zero(Tensor& t);
 
+  // The replicas this context's replica belongs to (not owned), or null for
+  // a context of its own (the replica manager sets it).
+  ReplicaGroup* replica_group() const { return replica_group_; }
+  void set_replica_group(ReplicaGroup* group) { replica_group_ = group; }
+
+  // Per-phase times without waiting: a mark is a timing event recorded on
+  // the compute stream on a GPU, the host clock on the CPU. mark_time()
+  // returns the mark's index; clear_marks() starts a new timeline (the
+  // replica manager does at the start of each step). The last 64 marks can
+  // be read.
+  int mark_time();
+  void clear_marks();
+  // Seconds from mark `from` to mark `to`. On a GPU only once the compute
+  // stream has passed `to` (after synchronize() or the step's read-back).
+  double seconds_between(int from, int to);
+
 private:
   Device device_;
   ContextOptions options_;
   Tensor workspace_;
   std::unique_ptr<CudaState> cuda_;
+  std::vector<std::chrono::steady_clock::time_point> host_marks_;  // mark m at m % 64
+  size_t host_marks_used_ = 0;
+  ReplicaGroup* replica_group_ = nullptr;
 };
 
 }  // namespace lockstep

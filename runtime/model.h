@@ -42,13 +42,21 @@ struct StepMetrics {
   }
 };
 
-// What Model::train_step returns: the slice's metrics and the seconds spent in
-// forward and in backward (the replica manager counts the rest of the step as
-// waiting on collectives).
+// Metrics a training step may have left on the device: a read-back that
+// waits for the context's compute stream (the step's one host
+// synchronisation) and returns them. Called once, at the end of the step.
+using MetricsReadback = std::function<StepMetrics()>;
+
+// What Model::train_step returns: the slice's metrics, which on a GPU are
+// still on the device (a step makes no host synchronisation before its end),
+// and time marks (Context::mark_time) at the start of forward, the end of
+// forward and the end of backward (-1 for an empty slice).
 struct TrainStepResult {
-  StepMetrics metrics;
-  double forward_seconds = 0.0;
-  double backward_seconds = 0.0;
+  StepMetrics host_metrics;      // final when there is no read-back (the CPU)
+  MetricsReadback read_back;     // set when the metrics are still on the device
+  int forward_mark = -1, backward_mark = -1, end_mark = -1;
+  // The metrics, reading them back (and waiting for the device) when needed.
+  StepMetrics metrics() const { return read_back ? read_back() : host_metrics; }
 };
 
 // Called during backward each time the gradients from `first_ready_offset` to

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
        "--scale-lr");
   flag(train_cmd->add_option("--momentum", train.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999)), "--momentum");
   flag(train_cmd->add_flag("--nesterov", train.nesterov, "Nesterov momentum"), "--nesterov");
+  flag(train_cmd->add_flag("--sync-bn", train.sync_bn,
+                           "batch-norm statistics over all replicas, all-reduced in forward (N replicas train as one)"),
+       "--sync-bn");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
        "--weight-decay");
   flag(train_cmd->add_option("--schedule", train.schedule, "constant, step or cosine")

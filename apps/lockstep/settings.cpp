@@ -59,7 +59,8 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"test_limit", std::to_string(s.test_limit)},
           {"drop_last", s.drop_last ? "1" : "0"},
           {"test_fraction", exact(s.test_fraction)},
-          {"plot", s.plot}};
+          {"plot", s.plot},
+          {"sync_bn", s.sync_bn ? "1" : "0"}};
 }
 
 std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
@@ -93,6 +94,7 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("drop_last", "--drop-last", [&](const std::string& v) { s.drop_last = v == "1"; });
   take("test_fraction", "--test-fraction", [&](const std::string& v) { s.test_fraction = std::stod(v); });
   take("plot", "--plot", [&](const std::string& v) { s.plot = v; });
+  take("sync_bn", "--sync-bn", [&](const std::string& v) { s.sync_bn = v == "1"; });
   return settled;
 }
 

@@ -45,6 +45,7 @@ struct TrainSettings {
   double test_fraction = 0.1;   // a single class folder: the share of each class held out for testing
   std::string time_limit;       // "10m", "1h", "20s": stop, evaluate and checkpoint past it (empty: none)
   std::string plot;             // training-curve PNG (empty: beside the checkpoint)
+  bool sync_bn = false;         // batch-norm statistics over all replicas in forward
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

@@ -252,6 +252,7 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   replica_options.seed = s.seed;
   replica_options.processes = world;
   replica_options.collective_timeout = collective_timeout();
+  replica_options.context.sync_batch_norm = s.sync_bn;
   ReplicaManager replicas(factory, devices, replica_options);
 
   TrainerConfig config;

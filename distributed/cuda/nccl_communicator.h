@@ -6,10 +6,18 @@
 // the rest of backward; wait() makes the compute stream wait for it in turn.
 // A watchdog thread turns a collective that has not finished within the
 // timeout, or an asynchronous NCCL error, into an abort of every rank.
+//
+// Every NCCL call on a rank's communicator - a collective, the watchdog's
+// error query, the abort - holds that rank's lock, and an aborted rank's
+// communicator (freed by ncclCommAbort) is never touched again: a rank that
+// comes to it afterwards is cancelled with the abort's reason. (Checking
+// "aborted?" and then calling without the lock would let an abort free the
+// communicator in between.)
 #include <nccl.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -26,6 +34,7 @@ public:
 
   int size() const override { return static_cast<int>(comms_.size()); }
   void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) override;
+  void all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) override;
   void wait(int rank, Context& ctx) override;
   void abort(const std::string& reason) override;
 
@@ -34,16 +43,22 @@ private:
     int device = 0;
     cudaEvent_t produced = nullptr;   // compute stream -> comm stream
     cudaEvent_t reduced = nullptr;    // comm stream -> compute stream
-    std::chrono::steady_clock::time_point pending_since{};
-    bool pending = false;             // a collective queued and not yet seen complete
+    std::mutex call;                  // held around every NCCL call on this rank's communicator
+    bool aborted = false;             // under `call`: the communicator is aborted and freed
+    std::chrono::steady_clock::time_point pending_since{};  // under `call`
+    bool pending = false;             // under `call`: a collective queued and not yet seen complete
   };
+  void all_reduce(int rank, Context& ctx, void* data, int64_t count, ncclDataType_t type);
+  // Throws Cancelled with the abort's reason; the caller holds the rank's lock and found it aborted.
+  [[noreturn]] void cancel(int rank, const char* what) const;
+  // What the watchdog finds wrong with the ranks (empty when nothing).
+  std::string check_ranks();
   void watchdog_loop();
-  void check_usable(int rank) const;
 
   std::vector<ncclComm_t> comms_;
-  std::vector<Rank> ranks_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
   std::chrono::milliseconds timeout_;
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;  // abort_reason_, stopping_
   std::condition_variable cv_;
   std::atomic<bool> aborted_{false};
   std::string abort_reason_;

@@ -58,6 +58,9 @@ void fail_async(int device, cudaError_t error, const std::string& message);
 // cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy/Memset,
 // a copy to or from pageable host memory, ...) since the process started.
 uint64_t host_synchronizations();
+// The same, counting only the calls the calling thread made (a replica's
+// thread, whatever the other replicas do at the same time).
+uint64_t host_synchronizations_on_this_thread();
 // Kernel launches accepted since the process started (each LS_LAUNCH that
 // passed its checks, captured or not). LOCKSTEP_EMU_REPORT=1 prints both
 // counts when the process exits.

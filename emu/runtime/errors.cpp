@@ -10,6 +10,7 @@ namespace lockstep::emu::detail {
 namespace {
 thread_local cudaError_t t_last_error = cudaSuccess;
 std::atomic<uint64_t> g_host_syncs{0};
+thread_local uint64_t t_host_syncs = 0;
 }  // namespace
 
 cudaError_t record(cudaError_t e) {
@@ -17,7 +18,10 @@ cudaError_t record(cudaError_t e) {
   return e;
 }
 
-void count_host_sync() { g_host_syncs.fetch_add(1, std::memory_order_relaxed); }
+void count_host_sync() {
+  g_host_syncs.fetch_add(1, std::memory_order_relaxed);
+  ++t_host_syncs;
+}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -39,6 +43,8 @@ void fail_async(int dev, cudaError_t error, const std::string& message) {
 }
 
 uint64_t host_synchronizations() { return detail::g_host_syncs.load(std::memory_order_relaxed); }
+
+uint64_t host_synchronizations_on_this_thread() { return detail::t_host_syncs; }
 
 }  // namespace lockstep::emu
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "kernels/bn_math.h"
 #include "kernels/cpu/lane_sums.h"
@@ -57,11 +58,9 @@ void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t
   });
 }
 
-void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
-                        const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
-                        float* dx, bool accumulate) {
-  const int64_t count = n * spatial;
-  parallel_items(channels, 3 * count, [&](int64_t c) {
+void batchnorm_gradient_sums(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                             const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
+  parallel_items(channels, 2 * n * spatial, [&](int64_t c) {
     double sums[2] = {0.0, 0.0};  // of dy and dy * xhat
     for (int64_t i = 0; i < n; ++i) {
       const int64_t base = (i * channels + c) * spatial;
@@ -70,21 +69,42 @@ void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t chan
         return std::array<float, 2>{g, g * ((x[base + j] - mean[c]) * inv_std[c])};
       }, sums);
     }
-    const double sum_dy = sums[0], sum_dy_xhat = sums[1];
-    dbeta[c] = static_cast<float>(sum_dy);
-    dgamma[c] = static_cast<float>(sum_dy_xhat);
-    if (!dx || count == 0) return;
-    const float mean_dy = static_cast<float>(sum_dy / static_cast<double>(count));
-    const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / static_cast<double>(count));
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t base = (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j) {
-        const float xhat = (x[base + j] - mean[c]) * inv_std[c];
-        store_grad(dx[base + j], bn_input_grad(dy[base + j], xhat, gamma[c], inv_std[c], mean_dy, mean_dy_xhat),
-                   accumulate);
-      }
+    sum_dy[c] = sums[0];
+    sum_dy_xhat[c] = sums[1];
+  });
+}
+
+void batchnorm_input_gradient(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                              const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
+                              const float* mean_dy_xhat, float* dx, bool accumulate) {
+  // One item per (sample, channel) plane.
+  parallel_items(n * channels, spatial, [&](int64_t plane) {
+    const int64_t c = plane % channels, base = plane * spatial;
+    for (int64_t j = 0; j < spatial; ++j) {
+      const float xhat = (x[base + j] - mean[c]) * inv_std[c];
+      store_grad(dx[base + j], bn_input_grad(dy[base + j], xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
+                 accumulate);
     }
   });
+}
+
+void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                        const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
+                        float* dx, bool accumulate) {
+  const int64_t count = n * spatial;
+  std::vector<double> sum_dy(channels), sum_dy_xhat(channels);
+  batchnorm_gradient_sums(x, dy, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data());
+  std::vector<float> mean_dy(channels), mean_dy_xhat(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    dbeta[c] = static_cast<float>(sum_dy[c]);
+    dgamma[c] = static_cast<float>(sum_dy_xhat[c]);
+    if (count == 0) continue;
+    mean_dy[c] = static_cast<float>(sum_dy[c] / static_cast<double>(count));
+    mean_dy_xhat[c] = static_cast<float>(sum_dy_xhat[c] / static_cast<double>(count));
+  }
+  if (!dx || count == 0) return;
+  batchnorm_input_gradient(x, dy, n, channels, spatial, mean, inv_std, gamma, mean_dy.data(), mean_dy_xhat.data(), dx,
+                           accumulate);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

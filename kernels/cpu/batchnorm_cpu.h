@@ -28,6 +28,16 @@ void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t chan
                         const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
                         float* dx, bool accumulate);
 
+// The two halves of batchnorm_backward, for synchronised batch norm, which
+// sums over all replicas between them: the per-channel sums of dy and of
+// dy * xhat (in double), then the input gradient from mean(dy) and
+// mean(dy * xhat) over however many values those means cover.
+void batchnorm_gradient_sums(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                             const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat);
+void batchnorm_input_gradient(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
+                              const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
+                              const float* mean_dy_xhat, float* dx, bool accumulate);
+
 // running = (1 - momentum) * running + momentum * value, the variance made
 // unbiased with values_per_channel (see bn_unbiased_var).
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

@@ -113,6 +113,14 @@ __global__ void finish_gradient_sums(Layout l, const double* partial_dy, const d
   mean_dy_xhat[c] = count > 0 ? static_cast<float>(sum_dy_xhat / count) : 0.0f;
 }
 
+__global__ void finish_gradient_sums_double(Layout l, const double* partial_dy, const double* partial_dy_xhat,
+                                            double* sum_dy, double* sum_dy_xhat) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= l.channels) return;
+  sum_dy[c] = channel_total(partial_dy, c, l.splits);
+  sum_dy_xhat[c] = channel_total(partial_dy_xhat, c, l.splits);
+}
+
 template <bool Accumulate>
 __global__ void __launch_bounds__(kThreads)
     input_gradient(const float* x, const float* dy, float* dx, Layout l, const float* mean, const float* inv_std,
@@ -159,9 +167,8 @@ size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
   return (bytes + 15) / 16 * 16;
 }
 
-void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                             float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
-                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch) {
+void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float eps,
+                          float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch) {
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
@@ -172,9 +179,22 @@ void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int
   LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_statistics)(l, s.first, s.second, eps, batch_mean,
                                                                        batch_var, saved_mean, saved_inv_std);
   LS_CUDA_CHECK_LAUNCH("finish_statistics");
-  if (n * spatial == 0) return;
-  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize)(x, y, l, saved_mean, saved_inv_std, gamma, beta);
+}
+
+void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
+  if (n * channels * spatial <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize)(x, y, l, mean, inv_std, gamma, beta);
   LS_CUDA_CHECK_LAUNCH("normalize");
+}
+
+void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                             float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
+                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch) {
+  batchnorm_statistics(stream, x, n, channels, spatial, eps, batch_mean, batch_var, saved_mean, saved_inv_std,
+                       scratch);
+  batchnorm_normalize(stream, x, n, channels, spatial, saved_mean, saved_inv_std, gamma, beta, y);
 }
 
 void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
@@ -204,6 +224,33 @@ void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, in
   else
     LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<false>)(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
                                                                       s.floats_a, s.floats_b);
+  LS_CUDA_CHECK_LAUNCH("input_gradient");
+}
+
+void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+                             int64_t spatial, const float* mean, const float* inv_std, double* sum_dy,
+                             double* sum_dy_xhat, void* scratch) {
+  if (channels <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  Scratch s = carve(scratch, l);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums)(x, dy, l, mean, inv_std, s.first, s.second);
+  LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums_double)(l, s.first, s.second, sum_dy,
+                                                                                 sum_dy_xhat);
+  LS_CUDA_CHECK_LAUNCH("finish_gradient_sums_double");
+}
+
+void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+                              int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
+                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate) {
+  if (n * channels * spatial <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  if (accumulate)
+    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<true>)(x, dy, dx, l, mean, inv_std, gamma, mean_dy,
+                                                                     mean_dy_xhat);
+  else
+    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<false>)(x, dy, dx, l, mean, inv_std, gamma, mean_dy,
+                                                                      mean_dy_xhat);
   LS_CUDA_CHECK_LAUNCH("input_gradient");
 }
 

@@ -28,6 +28,13 @@ void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int
                              float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
                              float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch);
 
+// The two halves of batchnorm_forward_train, for synchronised batch norm,
+// which replaces the saved statistics by those of all replicas between them.
+void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float eps,
+                          float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch);
+void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y);
+
 // Inference with the running statistics.
 void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                             const float* running_mean, const float* running_var, float eps, const float* gamma,
@@ -39,6 +46,16 @@ void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int6
 void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                         int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
                         float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch);
+
+// The halves of batchnorm_backward for synchronised batch norm: the
+// per-channel sums of dy and dy * xhat in double (scratch as for backward),
+// then the input gradient from mean(dy) and mean(dy * xhat) over all replicas.
+void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+                             int64_t spatial, const float* mean, const float* inv_std, double* sum_dy,
+                             double* sum_dy_xhat, void* scratch);
+void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+                              int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
+                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate);
 
 // running = (1 - momentum) * running + momentum * value, for the mean and the
 // unbiased variance (bn_unbiased_var).

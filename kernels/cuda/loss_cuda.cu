@@ -22,17 +22,10 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int kThreads = kWarpsPerBlock * 32;
 constexpr int kMaxBlocks = 1024;
 constexpr unsigned kFullMask = 0xffffffffu;
-constexpr unsigned long long kNoBadRow = ~0ull;
 
 struct LossPartial {
   double loss_sum;
   unsigned long long correct;
-};
-
-struct LossResult {
-  double loss_sum;
-  unsigned long long correct;
-  unsigned long long bad_row;  // smallest row with a label outside [0, classes), or kNoBadRow
 };
 
 constexpr size_t kPartialsOffset = 256;  // LossResult first, then one LossPartial per block
@@ -137,38 +130,62 @@ __global__ void __launch_bounds__(kThreads) sum_partials(const LossPartial* part
 
 }  // namespace
 
-LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const float* logits,
-                               const int32_t* labels, int64_t rows, int classes, float scale, float* grad) {
-  LossSums sums;
-  if (rows <= 0) return sums;
-  LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
-  LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes && scratch.host_bytes >= kHostScratchBytes,
-           "softmax_cross_entropy: scratch of ", scratch.device_bytes, " device and ", scratch.host_bytes,
-           " host bytes, needs ", kDeviceScratchBytes, " and ", kHostScratchBytes);
-  auto* result = static_cast<LossResult*>(scratch.device);
-  auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(scratch.device) + kPartialsOffset);
+namespace {
+// Queues the two kernels that leave the pass's sums in `result`.
+void queue_loss_pass(cudaStream_t stream, void* device_scratch, const float* logits, const int32_t* labels,
+                     int64_t rows, int classes, float scale, float* grad, LossResult* result) {
+  auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(device_scratch) + kPartialsOffset);
   const int blocks = static_cast<int>(std::min<int64_t>(kMaxBlocks, (rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
-
   // All bytes 0xff: bad_row = kNoBadRow.
   LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
   LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows)(logits, labels, rows, classes, scale, grad, partials, result);
   LS_CUDA_CHECK_LAUNCH("cross_entropy_rows");
   LS_LAUNCH(1, kThreads, 0, stream, sum_partials)(partials, blocks, result);
   LS_CUDA_CHECK_LAUNCH("sum_partials");
+}
+}  // namespace
 
+LossSums loss_sums_of(const LossResult& host_result, const int32_t* labels, int classes) {
+  if (host_result.bad_row != kNoBadRow) {
+    int64_t row = static_cast<int64_t>(host_result.bad_row);
+    int32_t label = 0;
+    LS_CUDA_CHECK(cudaMemcpy(&label, labels + row, sizeof(int32_t), cudaMemcpyDeviceToHost));
+    LS_FAIL("softmax_cross_entropy: label ", label, " of sample ", row, " is outside [0, ", classes, ")");
+  }
+  LossSums sums;
+  sums.loss_sum = host_result.loss_sum;
+  sums.correct = static_cast<int64_t>(host_result.correct);
+  return sums;
+}
+
+void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const float* logits,
+                                  const int32_t* labels, int64_t rows, int classes, float scale, float* grad,
+                                  LossResult* result, LossResult* host_result) {
+  LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
+  LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes, "softmax_cross_entropy: scratch of ", scratch.device_bytes,
+           " device bytes, needs ", kDeviceScratchBytes);
+  if (rows <= 0) {
+    LS_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(LossResult), stream));
+    LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
+  } else {
+    queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, result);
+  }
+  LS_CUDA_CHECK(cudaMemcpyAsync(host_result, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
+}
+
+LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const float* logits,
+                               const int32_t* labels, int64_t rows, int classes, float scale, float* grad) {
+  if (rows <= 0) return LossSums{};
+  LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
+  LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes && scratch.host_bytes >= kHostScratchBytes,
+           "softmax_cross_entropy: scratch of ", scratch.device_bytes, " device and ", scratch.host_bytes,
+           " host bytes, needs ", kDeviceScratchBytes, " and ", kHostScratchBytes);
+  auto* result = static_cast<LossResult*>(scratch.device);
+  queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, result);
   auto* host = static_cast<LossResult*>(scratch.host);
   LS_CUDA_CHECK(cudaMemcpyAsync(host, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (host->bad_row != kNoBadRow) {
-    int64_t row = static_cast<int64_t>(host->bad_row);
-    auto* label = reinterpret_cast<int32_t*>(host + 1);
-    LS_CUDA_CHECK(cudaMemcpyAsync(label, labels + row, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-    LS_CUDA_CHECK(cudaStreamSynchronize(stream));
-    LS_FAIL("softmax_cross_entropy: label ", *label, " of sample ", row, " is outside [0, ", classes, ")");
-  }
-  sums.loss_sum = host->loss_sum;
-  sums.correct = static_cast<int64_t>(host->correct);
-  return sums;
+  return loss_sums_of(*host, labels, classes);
 }
 
 }  // namespace lockstep::cuda

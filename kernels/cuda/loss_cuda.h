@@ -27,4 +27,27 @@ struct LossScratch {
 LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const float* logits,
                                const int32_t* labels, int64_t rows, int classes, float scale, float* grad);
 
+// What the loss pass leaves on the device: the sums, and the smallest row
+// whose label is outside [0, classes) (kNoBadRow when none is).
+struct LossResult {
+  double loss_sum;
+  unsigned long long correct;
+  unsigned long long bad_row;
+};
+inline constexpr unsigned long long kNoBadRow = ~0ull;
+inline constexpr size_t kLossResultBytes = sizeof(LossResult);
+
+// The same pass without waiting (a training step's): the sums go to `result`
+// on the device, then are copied on `stream` to `host_result`, pinned host
+// memory, which holds them once the stream has passed this point. Only the
+// first `scratch.device_bytes` are used for partial sums (no host scratch).
+void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const float* logits,
+                                  const int32_t* labels, int64_t rows, int classes, float scale, float* grad,
+                                  LossResult* result, LossResult* host_result);
+
+// The sums of a read-back result. A bad row raises an Error naming the
+// sample and its label (read from `labels` on the device, synchronously:
+// only on that error).
+LossSums loss_sums_of(const LossResult& host_result, const int32_t* labels, int classes);
+
 }  // namespace lockstep::cuda

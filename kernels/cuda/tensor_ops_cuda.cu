@@ -61,14 +61,15 @@ __global__ void column_sums_kernel(const float* x, int64_t rows, int64_t cols, f
   out[c] = static_cast<float>(sum);
 }
 
-struct SourceList {
-  const float* at[kMaxSummedBuffers];
+template <typename T> struct SourceList {
+  const T* at[kMaxSummedBuffers];
 };
 
-__global__ void sum_buffers_kernel(SourceList srcs, int count, float* dst, int64_t begin, int64_t end) {
+template <typename T>
+__global__ void sum_buffers_kernel(SourceList<T> srcs, int count, T* dst, int64_t begin, int64_t end) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = begin + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < end; i += step) {
-    float sum = srcs.at[0][i];
+    T sum = srcs.at[0][i];
     for (int r = 1; r < count; ++r) sum += srcs.at[r][i];
     dst[i] = sum;
   }
@@ -121,14 +122,26 @@ void column_sums(cudaStream_t stream, const float* x, int64_t rows, int64_t cols
   LS_CUDA_CHECK_LAUNCH("column_sums");
 }
 
-void sum_buffers(cudaStream_t stream, const float* const* srcs, int count, float* dst, int64_t begin, int64_t end) {
+namespace {
+template <typename T>
+void sum_buffers_of(cudaStream_t stream, const T* const* srcs, int count, T* dst, int64_t begin, int64_t end) {
   LS_CHECK(count >= 1 && count <= kMaxSummedBuffers, "sum_buffers: ", count, " buffers, at most ",
            kMaxSummedBuffers);
   if (end <= begin) return;
-  SourceList list{};
+  SourceList<T> list{};
   for (int r = 0; r < count; ++r) list.at[r] = srcs[r];
-  LS_LAUNCH(grid_for(end - begin), kThreads, 0, stream, sum_buffers_kernel)(list, count, dst, begin, end);
+  LS_LAUNCH(grid_for(end - begin), kThreads, 0, stream, sum_buffers_kernel<T>)(list, count, dst, begin, end);
   LS_CUDA_CHECK_LAUNCH("sum_buffers");
+}
+}  // namespace
+
+void sum_buffers(cudaStream_t stream, const float* const* srcs, int count, float* dst, int64_t begin, int64_t end) {
+  sum_buffers_of(stream, srcs, count, dst, begin, end);
+}
+
+void sum_buffers(cudaStream_t stream, const double* const* srcs, int count, double* dst, int64_t begin,
+                 int64_t end) {
+  sum_buffers_of(stream, srcs, count, dst, begin, end);
 }
 
 size_t channel_sums_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {

@@ -35,5 +35,6 @@ constexpr int kMaxSummedBuffers = 64;
 // dst[i] = srcs[0][i] + srcs[1][i] + ... in that order, for i in [begin, end):
 // the same bits whichever rank runs it.
 void sum_buffers(cudaStream_t stream, const float* const* srcs, int count, float* dst, int64_t begin, int64_t end);
+void sum_buffers(cudaStream_t stream, const double* const* srcs, int count, double* dst, int64_t begin, int64_t end);
 
 }  // namespace lockstep::cuda

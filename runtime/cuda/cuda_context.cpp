@@ -63,6 +63,8 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
 
     reduce_scratch = device_allocator_->allocate(reduce_scratch_bytes);
     readback = pinned_allocator_->allocate(readback_bytes);
+    step_metrics = device_allocator_->allocate(step_metrics_bytes);
+    step_metrics_host = pinned_allocator_->allocate(step_metrics_bytes);
     plans = std::make_unique<CudnnPlans>();
   } catch (...) {
     release();
@@ -93,15 +95,22 @@ void CudaState::release() noexcept {
     device_allocator_->deallocate(workspace_, workspace_bytes_);
     device_allocator_->deallocate(cublas_workspace_, cublas_workspace_bytes_);
     device_allocator_->deallocate(reduce_scratch, reduce_scratch_bytes);
+    device_allocator_->deallocate(step_metrics, step_metrics_bytes);
   }
-  if (pinned_allocator_) pinned_allocator_->deallocate(readback, readback_bytes);
+  if (pinned_allocator_) {
+    pinned_allocator_->deallocate(readback, readback_bytes);
+    pinned_allocator_->deallocate(step_metrics_host, step_metrics_bytes);
+  }
+  for (cudaEvent_t e : time_marks) LS_CUDA_LOG(cudaEventDestroy(e));
+  time_marks.clear();
+  time_marks_used = 0;
   if (compute_stream) LS_CUDA_LOG(cudaStreamDestroy(compute_stream));
   if (comm_stream) LS_CUDA_LOG(cudaStreamDestroy(comm_stream));
   if (switched) LS_CUDA_LOG(cudaSetDevice(previous));
   cublas = nullptr;
   cudnn = nullptr;
   compute_stream = comm_stream = nullptr;
-  workspace_ = cublas_workspace_ = reduce_scratch = readback = nullptr;
+  workspace_ = cublas_workspace_ = reduce_scratch = readback = step_metrics = step_metrics_host = nullptr;
   workspace_bytes_ = cublas_workspace_bytes_ = 0;
   device_allocator_.reset();
   pinned_allocator_.reset();
@@ -124,6 +133,10 @@ CudaState& CudaState::operator=(CudaState&& other) noexcept {
   plans = std::move(other.plans);
   reduce_scratch = std::exchange(other.reduce_scratch, nullptr);
   readback = std::exchange(other.readback, nullptr);
+  step_metrics = std::exchange(other.step_metrics, nullptr);
+  step_metrics_host = std::exchange(other.step_metrics_host, nullptr);
+  time_marks = std::exchange(other.time_marks, {});
+  time_marks_used = std::exchange(other.time_marks_used, 0);
   device_allocator_ = std::move(other.device_allocator_);
   pinned_allocator_ = std::move(other.pinned_allocator_);
   workspace_limit_ = std::exchange(other.workspace_limit_, 0);
@@ -158,6 +171,31 @@ void cuda_make_current(const CudaState& state) {
   int current = -1;
   LS_CUDA_CHECK(cudaGetDevice(&current));
   if (current != state.device) LS_CUDA_CHECK(cudaSetDevice(state.device));
+}
+
+void cuda_synchronize_compute(CudaState& state) { LS_CUDA_CHECK(cudaStreamSynchronize(state.compute_stream)); }
+
+int cuda_mark_time(CudaState& state) {
+  const size_t slot = state.time_marks_used % CudaState::kTimeMarks;
+  if (slot == state.time_marks.size()) {
+    cudaEvent_t e = nullptr;
+    LS_CUDA_CHECK(cudaEventCreate(&e));  // with timing
+    state.time_marks.push_back(e);
+  }
+  LS_CUDA_CHECK(cudaEventRecord(state.time_marks[slot], state.compute_stream));
+  return static_cast<int>(state.time_marks_used++);
+}
+
+double cuda_seconds_between(CudaState& state, int from, int to) {
+  const size_t used = state.time_marks_used;
+  for (int m : {from, to})
+    LS_CHECK(m >= 0 && static_cast<size_t>(m) < used && used - static_cast<size_t>(m) <= CudaState::kTimeMarks,
+             "time mark ", m, " on cuda:", state.device, " is not one of the last ", CudaState::kTimeMarks, " of ",
+             used, " recorded");
+  float ms = 0.0f;
+  LS_CUDA_CHECK(cudaEventElapsedTime(&ms, state.time_marks[from % CudaState::kTimeMarks],
+                                     state.time_marks[to % CudaState::kTimeMarks]));
+  return ms / 1e3;
 }
 
 void cuda_synchronize(CudaState& state) {

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "runtime/allocator.h"
 #include "runtime/context.h"
@@ -74,6 +75,21 @@ struct CudaState final : CudaLibraries {
   void* reduce_scratch = nullptr;
   void* readback = nullptr;
 
+  // A training step's metrics (the loss pass's sums): written on the device
+  // and copied to pinned memory on the compute stream during the step, read
+  // on the host once, at its end. Apart from `readback`, so an op that reads
+  // back in between (none does inside a step) cannot overwrite them.
+  static constexpr size_t step_metrics_bytes = 256;
+  void* step_metrics = nullptr;
+  void* step_metrics_host = nullptr;
+
+  // Timing events recorded on the compute stream (Context::mark_time), reused
+  // step after step: mark m is event m % kTimeMarks, and the last kTimeMarks
+  // marks can be read.
+  static constexpr size_t kTimeMarks = 64;
+  std::vector<cudaEvent_t> time_marks;
+  size_t time_marks_used = 0;
+
 private:
   void release() noexcept;
 
@@ -90,7 +106,15 @@ private:
 std::unique_ptr<CudaState> make_cuda_state(int device, const ContextOptions& options);
 // Waits for everything queued on both streams; reports kernel faults.
 void cuda_synchronize(CudaState& state);
+// Waits for everything queued on the compute stream only (what a step's
+// read-back needs: the communication stream's work is ordered before the
+// compute stream's end by events).
+void cuda_synchronize_compute(CudaState& state);
 // Makes state.device the calling thread's current device (cheap when it is).
 void cuda_make_current(const CudaState& state);
+// Records the next timing event on the compute stream; returns its index.
+int cuda_mark_time(CudaState& state);
+// Seconds between two recorded marks, both of which the compute stream has passed.
+double cuda_seconds_between(CudaState& state, int from, int to);
 
 }  // namespace lockstep

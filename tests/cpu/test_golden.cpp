@@ -152,7 +152,7 @@ void check_first_gradients(const std::string& file) {
   auto model = golden_model(g, Device::cpu());
   Context ctx(Device::cpu());
   HostBatch batch = golden_batch(g, 0);
-  StepMetrics m = model->train_step(ctx, {}, batch.images, batch.labels, 1.0f / float(g.batch)).metrics;
+  StepMetrics m = model->train_step(ctx, {}, batch.images, batch.labels, 1.0f / float(g.batch)).metrics();
   const HostTensor& losses = g.file.at("loss");
   REQUIRE(std::abs(m.loss_sum / double(g.batch) - losses.values[0]) <= 1e-4 * std::abs(losses.values[0]));
   // Reverse order: the layer nearest the loss that disagrees is the culprit.

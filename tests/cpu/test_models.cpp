@@ -239,7 +239,7 @@ void check_model_gradients(const std::string& name, const GradientCheck& o) {
   std::vector<int32_t> label_values(o.batch);
   for (int64_t i = 0; i < o.batch; ++i) label_values[i] = static_cast<int32_t>((3 * i + 1) % o.classes);
   const Tensor labels = Tensor::from_labels(label_values);
-  auto loss = [&] { return model.train_step(ctx, StepInfo{}, images, labels, 1.0f).metrics.loss_sum; };
+  auto loss = [&] { return model.train_step(ctx, StepInfo{}, images, labels, 1.0f).metrics().loss_sum; };
   const double loss0 = loss();
   const std::vector<float> grads = model.arenas().grads.to_vector();
 

@@ -184,3 +184,48 @@ TEST_CASE("the local communicator sums in rank order on every rank", "[replica]"
     REQUIRE(data[r] == std::vector<float>{18.0f, 180.0f, 1.5f, -3.0f, 3.0f});
   }
 }
+
+TEST_CASE("the local communicator sums doubles exactly beyond float precision", "[replica]") {
+  const int ranks = 3;
+  LocalCommunicator comm(ranks);
+  // 2^24 + 1 is not a float; 1e-12 vanishes next to 1 in a float.
+  const double big = 16777217.0;
+  std::vector<std::vector<double>> data(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    data[r] = {big * (r + 1), 1.0 + 1e-12 * (r + 1), -0.25};
+    threads.emplace_back([&, r] {
+      Context ctx(Device::cpu());
+      comm.all_reduce_sum(r, ctx, data[r].data(), 3);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r) {
+    REQUIRE(data[r][0] == big * 6.0);
+    REQUIRE(data[r][1] == (1.0 + 1e-12) + (1.0 + 2e-12) + (1.0 + 3e-12));
+    REQUIRE(data[r][2] == -0.75);
+  }
+}
+
+TEST_CASE("the local communicator refuses a float and a double collective side by side", "[replica][failure]") {
+  LocalCommunicator comm(2, std::chrono::milliseconds(20000));
+  std::vector<float> floats(4, 1.0f);
+  std::vector<double> doubles(4, 1.0);
+  std::string errors[2];
+  std::thread other([&] {
+    Context ctx(Device::cpu());
+    try {
+      comm.all_reduce_sum(1, ctx, doubles.data(), 4);
+    } catch (const std::exception& e) {
+      errors[1] = e.what();
+    }
+  });
+  Context ctx(Device::cpu());
+  try {
+    comm.all_reduce_sum(0, ctx, floats.data(), 4);
+  } catch (const std::exception& e) {
+    errors[0] = e.what();
+  }
+  other.join();
+  for (const std::string& e : errors) REQUIRE_THAT(e, Catch::Contains("4 bytes") && Catch::Contains("8 bytes"));
+}

@@ -68,8 +68,8 @@ TEST_CASE("resnet20 train_step on the gpu equals the cpu", "[gpu][graph]") {
   HostBatch batch = make_batch(5, sample, 1);
   Tensor images = batch.images.to(Device::cuda(0)), labels = batch.labels.to(Device::cuda(0));
 
-  StepMetrics c = cpu->train_step(cpu_ctx, {}, batch.images, batch.labels, 1.0f / 5).metrics;
-  StepMetrics g = gpu->train_step(gpu_ctx, {}, images, labels, 1.0f / 5).metrics;
+  StepMetrics c = cpu->train_step(cpu_ctx, {}, batch.images, batch.labels, 1.0f / 5).metrics();
+  StepMetrics g = gpu->train_step(gpu_ctx, {}, images, labels, 1.0f / 5).metrics();
   REQUIRE(g.count == c.count);
   REQUIRE(g.loss_sum == Approx(c.loss_sum).epsilon(1e-4));
   REQUIRE(g.correct == c.correct);
@@ -125,6 +125,6 @@ TEST_CASE("a batch too large for the gpu fails with an out-of-memory error that 
   Context ctx(Device::cuda(0));
   HostBatch small = make_batch(4, sample, 3);
   StepMetrics m =
-      model->train_step(ctx, {}, small.images.to(Device::cuda(0)), small.labels.to(Device::cuda(0)), 0.25f).metrics;
+      model->train_step(ctx, {}, small.images.to(Device::cuda(0)), small.labels.to(Device::cuda(0)), 0.25f).metrics();
   REQUIRE(m.count == 4);
 }

@@ -41,10 +41,10 @@ TEST_CASE("resnet50 vgg16 vgg16-bn vgg-f and deep-cnn train_step on the gpu equa
                                           random_values(batch * c.sample.numel(), 11));
       Tensor labels = Tensor::from_labels({0, 1, 2, 1});
       Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0));
-      StepMetrics m_cpu = cpu->train_step(cpu_ctx, StepInfo{}, images, labels, 1.0f / batch).metrics;
+      StepMetrics m_cpu = cpu->train_step(cpu_ctx, StepInfo{}, images, labels, 1.0f / batch).metrics();
       StepMetrics m_gpu =
           gpu->train_step(gpu_ctx, StepInfo{}, images.to(Device::cuda(0)), labels.to(Device::cuda(0)), 1.0f / batch)
-              .metrics;
+              .metrics();
       REQUIRE(m_gpu.count == m_cpu.count);
       REQUIRE(m_gpu.loss_sum == Approx(m_cpu.loss_sum).epsilon(1e-4));
       REQUIRE(m_gpu.correct == m_cpu.correct);

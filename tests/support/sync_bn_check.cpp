@@ -1,0 +1,66 @@
+#include "support/sync_bn_check.h"
+
+#include <cmath>
+
+#include "distributed/replica_manager.h"
+#include "layers/models.h"
+#include "runtime/allocator.h"
+
+namespace lockstep::testing {
+
+namespace {
+
+const Shape kSample{3, 8, 8};
+constexpr int64_t kClasses = 10;
+
+HostBatch batch_for_step(int64_t count, uint64_t seed) {
+  HostBatch b;
+  b.count = count;
+  b.images = Tensor::empty_with(Shape{count, kSample[0], kSample[1], kSample[2]}, pinned_host_allocator());
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < b.images.numel(); ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    // Values around 0.5 with channel 0 offset, so every BN layer's mean matters.
+    b.images.data()[i] = static_cast<float>((state >> 40) % 1000) / 1000.0f + (i % 3 == 0 ? 2.0f : 0.0f);
+  }
+  b.labels = Tensor::empty_with(Shape{count}, pinned_host_allocator(), DType::i32);
+  for (int64_t i = 0; i < count; ++i) b.labels.labels()[i] = static_cast<int32_t>((seed + 7 * i) % kClasses);
+  return b;
+}
+
+double normwise(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+}  // namespace
+
+SyncBnDifference sync_bn_difference(const std::vector<Device>& many, Device one, bool sync, int steps, float lr) {
+  ModelFactory factory = [](Device device) -> std::unique_ptr<Model> {
+    auto g = build_model("resnet20", kSample, kClasses, ModelOptions{.dropout = false});
+    g->finalize(device, 3);
+    return g;
+  };
+  ReplicaOptions many_options;
+  many_options.context.sync_batch_norm = sync;
+  ReplicaOptions one_options;
+  one_options.context.sync_batch_norm = sync;  // no effect on one replica: nothing to synchronise with
+  ReplicaManager single(factory, {one}, one_options);
+  ReplicaManager replicas(factory, many, many_options);
+  const SgdConfig sgd{0.9f, 5e-4f, false};
+  for (int s = 0; s < steps; ++s) {
+    HostBatch batch = batch_for_step(s % 2 ? 11 : 12, 40 + s);  // 11 over 2 or 3 replicas: an uneven split
+    single.train_step(batch, lr, sgd);
+    replicas.train_step(batch, lr, sgd);
+  }
+  SyncBnDifference d;
+  d.parameters = normwise(replicas.model(0).arenas().params.to_vector(), single.model(0).arenas().params.to_vector());
+  d.statistics = normwise(replicas.model(0).state_arena().to_vector(), single.model(0).state_arena().to_vector());
+  return d;
+}
+
+}  // namespace lockstep::testing

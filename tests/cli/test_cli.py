@@ -357,8 +357,9 @@ class Cli(unittest.TestCase):
         for b in range(1, 3):
             batch("data_batch_%d.bin" % b, 20)
         batch("test_batch.bin", 20)
+        # The outputs go beside the data set, never inside it (lockstep refuses that).
         ck = self.path("cifar.safetensors")
-        r = run(["train", "--devices", "cpu", "--data", self.tmp, "--model", "deep-cnn", "--epochs", "1",
+        r = run(["train", "--devices", "cpu", "--data", cifar, "--model", "deep-cnn", "--epochs", "1",
                  "--batch", "20", "--checkpoint", ck], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("deep-cnn 3x32x32 10", r.stdout)

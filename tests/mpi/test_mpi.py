@@ -33,11 +33,17 @@ def env():
     e = dict(os.environ)
     # Containers often forbid cross-memory attach; the copy-in/copy-out path works everywhere.
     e.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+    # The CPU compute pool cuts loops and GEMMs by its thread count, which moves
+    # float rounding; one thread in every process on both sides of a comparison
+    # keeps it the same (each process would otherwise take its host's cores
+    # divided among the replicas and processes it holds).
+    e["LOCKSTEP_CPU_THREADS"] = "1"
     return e
 
 
 def mpirun(np, args, cwd, timeout=600, extra=()):
-    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", *extra, "-np", str(np), BIN] + args
+    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-x", "LOCKSTEP_CPU_THREADS", *extra, "-np", str(np),
+           BIN] + args
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env())
 
 
@@ -232,7 +238,7 @@ class Mpi(Compare, unittest.TestCase):
         r = mpirun(2, ["train"] + SMALL + ["--epochs", "1", "--checkpoint", self.path("ck.safetensors"),
                                            "--metrics", self.path("m.jsonl")], self.tmp)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertEqual(sorted(os.listdir(self.tmp)), ["ck.safetensors", "m.jsonl"])
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["ck.png", "ck.safetensors", "m.jsonl"])
         self.assertEqual(len(step_losses(self.path("m.jsonl"))), 2)
 
     def test_lockstep_info_says_the_world(self):
@@ -301,7 +307,8 @@ class TwoHosts(Compare, unittest.TestCase):
 
     def test_two_hosts_over_tcp_match_one_process(self):
         multi, single = os.path.join(self.tmp, "multi.safetensors"), os.path.join(self.tmp, "single.safetensors")
-        mpirun_cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--mca", "plm_rsh_agent", self.agent,
+        mpirun_cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-x", "LOCKSTEP_CPU_THREADS",
+                      "--mca", "plm_rsh_agent", self.agent,
                       "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", self.subnet,
                       "--mca", "oob_tcp_if_include", self.subnet, "--host", "%s:1,%s:1" % tuple(self.ips), "-np", "2",
                       BIN, "train"] + SMALL + ["--epochs", "2", "--checkpoint", multi]

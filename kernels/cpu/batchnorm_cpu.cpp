@@ -14,25 +14,23 @@ namespace lockstep::cpu {
 void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
                            float* var, float* inv_std) {
   const int64_t count = n * spatial;
-  parallel_items(channels, count, [&](int64_t c) {
-    // One pass over the channel, shifted by its first value: the sums of
-    // d = x - shift and d^2 stay of the order of the spread, not of the mean,
-    // so E[d^2] - E[d]^2 keeps its precision when the mean is 1000 times the
-    // standard deviation.
-    const float shift = count > 0 ? x[c * spatial] : 0.0f;
-    double sums[2] = {0.0, 0.0};  // of d and d^2
+  parallel_items(channels, 2 * count, [&](int64_t c) {
+    double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const float* plane = x + (i * channels + c) * spatial;
-      add_lane_sums<2>(spatial, [&](int64_t j) {
-        const float d = plane[j] - shift;
-        return std::array<float, 2>{d, d * d};
-      }, sums);
+      for (int64_t j = 0; j < spatial; ++j) sum += plane[j];
     }
-    const double sum = sums[0], squares = sums[1];
-    const double mean_d = count > 0 ? sum / static_cast<double>(count) : 0.0;
-    const double var_d = count > 0 ? std::max(0.0, squares / static_cast<double>(count) - mean_d * mean_d) : 0.0;
-    mean[c] = static_cast<float>(shift + mean_d);
-    var[c] = static_cast<float>(var_d);
+    const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
+    double squares = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* plane = x + (i * channels + c) * spatial;
+      for (int64_t j = 0; j < spatial; ++j) {
+        const double d = plane[j] - m;
+        squares += d * d;
+      }
+    }
+    mean[c] = static_cast<float>(m);
+    var[c] = count > 0 ? static_cast<float>(squares / static_cast<double>(count)) : 0.0f;
     inv_std[c] = bn_inv_std(var[c], eps);
   });
 }

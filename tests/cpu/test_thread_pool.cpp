@@ -175,7 +175,7 @@ TEST_CASE("the convolution gives the same result on 1 to 4 threads", "[thread_po
   }
 }
 
-TEST_CASE("one-pass batch-norm statistics stay precise for a mean 1000 times the spread, on any thread count",
+TEST_CASE("batch-norm statistics stay precise for a mean 1000 times the spread, on any thread count",
           "[thread_pool][batchnorm]") {
   const int64_t n = 6, channels = 5, spatial = 37;
   std::vector<float> x(size_t(n * channels * spatial));

@@ -28,7 +28,6 @@ public:
                            std::chrono::milliseconds timeout = default_collective_timeout);
   int size() const override { return local_ranks_ * processes_->size(); }
   void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) override;
-  // The double overload issue 13 adds to Communicator; an override once it is there.
   void all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) override;
   void wait(int rank, Context& ctx) override;
   void abort(const std::string& reason) override;

@@ -51,11 +51,18 @@ void spin_then_wait(std::atomic<T>& value, Pred done) {
 
 thread_local bool inside_region = false;
 
+// OpenBLAS gets one thread per call: the pool's parts call it side by side.
+// Set while the program loads, before any thread exists: changing OpenBLAS's
+// thread count while another thread is inside a threaded sgemm (an emulated
+// device's cuBLAS, say) corrupts that product.
+const bool blas_single_threaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+
 class Pool {
 public:
   explicit Pool(int threads) : threads_(threads) {
-    // OpenBLAS gets one thread per call: our parts call it side by side.
-    openblas_set_num_threads(1);
     for (int w = 1; w < threads_; ++w) workers_.emplace_back([this, w] { work(w); });
   }
   ~Pool() {
@@ -161,8 +168,19 @@ void parallel_for(int64_t n, int64_t min_per_part, const RangeBody& body) {
   const int parts = parallel_parts(n, min_per_part);
   if (parts > 1 && !inside_region && the_pool().try_run(n, parts, body)) return;
   // One part, a nested call, or the pool busy with another thread's region:
-  // the same parts, in order, on this thread.
-  for (int p = 0; p < parts; ++p) body(n * p / parts, n * (p + 1) / parts, p);
+  // the same parts, in order, on this thread, and marked as a region, so that
+  // what they call splits its work exactly as it would inside the pool (a
+  // GEMM split differently rounds differently; an emulated device's results
+  // must not depend on whether another device held the pool).
+  const bool was_inside = inside_region;
+  inside_region = true;
+  try {
+    for (int p = 0; p < parts; ++p) body(n * p / parts, n * (p + 1) / parts, p);
+  } catch (...) {
+    inside_region = was_inside;
+    throw;
+  }
+  inside_region = was_inside;
 }
 
 }  // namespace lockstep::cpu

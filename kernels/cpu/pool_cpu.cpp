@@ -37,12 +37,49 @@ void prepare_grad(float* dx, int64_t n, bool accumulate) {
   if (!accumulate) std::fill(dx, dx + n, 0.0f);
 }
 
+// The common 2x2 window at stride 2 without padding, as a straight loop: the
+// same comparisons in the same order as window_argmax (row by row, left to
+// right), so the result and the arg-max are identical, only without the
+// per-window span arithmetic.
+bool is_plain_2x2(const PoolGeometry& g) {
+  return g.window.kernel == 2 && g.window.stride == 2 && g.window.padding == 0;
+}
+
+template <class Visit>  // visit(output index, input index of the window's max)
+void plain_2x2_argmax(const float* plane, const PoolGeometry& g, Visit visit) {
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    const float* r0 = plane + 2 * oh * g.in_w;
+    const float* r1 = r0 + g.in_w;
+    for (int64_t ow = 0; ow < g.out_w; ++ow) {
+      const int64_t c = 2 * ow;
+      int64_t at = c;
+      float best = r0[c];
+      // Selects rather than branches: on real data the winner is random.
+      auto consider = [&](float v, int64_t i) {
+        // pool_max_takes without its short-circuit, which the compiler turns into branches
+        const bool takes = (v > best) | ((v != v) & (best == best));
+        best = takes ? v : best;
+        at = takes ? i : at;
+      };
+      consider(r0[c + 1], c + 1);
+      consider(r1[c], g.in_w + c);
+      consider(r1[c + 1], g.in_w + c + 1);
+      visit(oh * g.out_w + ow, 2 * oh * g.in_w + at);
+    }
+  }
+}
+
 }  // namespace
 
 void max_pool2d_forward(const float* x, float* y, const PoolGeometry& g) {
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   parallel_items(g.planes, in_plane, [&](int64_t p) {
     const float* plane = x + p * in_plane;
+    if (is_plain_2x2(g)) {
+      float* out = y + p * out_plane;
+      plain_2x2_argmax(plane, g, [&](int64_t o, int64_t i) { out[o] = plane[i]; });
+      return;
+    }
     for (int64_t oh = 0; oh < g.out_h; ++oh)
       for (int64_t ow = 0; ow < g.out_w; ++ow)
         y[p * out_plane + oh * g.out_w + ow] = plane[window_argmax(plane, g, oh, ow)];
@@ -54,6 +91,12 @@ void max_pool2d_backward(const float* x, const float* dy, float* dx, const PoolG
   // Planes are independent: each part clears and scatters into its own.
   parallel_items(g.planes, in_plane, [&](int64_t p) {
     prepare_grad(dx + p * in_plane, in_plane, accumulate);
+    if (is_plain_2x2(g)) {
+      float* grad = dx + p * in_plane;
+      const float* up = dy + p * out_plane;
+      plain_2x2_argmax(x + p * in_plane, g, [&](int64_t o, int64_t i) { grad[i] += up[o]; });
+      return;
+    }
     for (int64_t oh = 0; oh < g.out_h; ++oh)
       for (int64_t ow = 0; ow < g.out_w; ++ow)
         dx[p * in_plane + window_argmax(x + p * in_plane, g, oh, ow)] += dy[p * out_plane + oh * g.out_w + ow];

@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench/support/args.h"
+#include "bench/support/median.h"
 #include "distributed/replica_manager.h"
 #include "kernels/cpu/thread_pool.h"
 #include "layers/models.h"
@@ -58,51 +60,26 @@ void usage() {
                "                      [--json PATH]\n";
 }
 
-Shape parse_shape(const std::string& text) {
-  int64_t c = 0, h = 0, w = 0;
-  char x1 = 0, x2 = 0;
-  std::istringstream in(text);
-  in >> c >> x1 >> h >> x2 >> w;
-  LS_CHECK(!in.fail() && x1 == 'x' && x2 == 'x' && c > 0 && h > 0 && w > 0, "--input expects CxHxW, got '", text,
-           "'");
-  return Shape{c, h, w};
-}
-
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      LS_CHECK(i + 1 < argc, a, " needs a value");
-      return argv[++i];
-    };
+  bench::parse_args(argc, argv, 1, "--help", usage, [&](const std::string& a, const bench::ArgValue& value) {
     if (a == "--model") o.model = value();
-    else if (a == "--batch") o.batch = std::stol(value());
-    else if (a == "--input") o.input = parse_shape(value());
-    else if (a == "--classes") o.classes = std::stol(value());
-    else if (a == "--steps") o.steps = std::stoi(value());
-    else if (a == "--warmup") o.warmup = std::stoi(value());
-    else if (a == "--threads") o.threads = std::stoi(value());
+    else if (a == "--batch") o.batch = bench::parse_int(a, value());
+    else if (a == "--input") o.input = bench::parse_shape(value());
+    else if (a == "--classes") o.classes = bench::parse_int(a, value());
+    else if (a == "--steps") o.steps = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--warmup") o.warmup = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--threads") o.threads = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--peer") o.peer = true;
     else if (a == "--python") o.python = value();
     else if (a == "--peer-script") o.peer_script = value();
     else if (a == "--json") o.json_path = value();
-    else if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    } else {
-      LS_FAIL("unknown argument '", a, "' (see --help)");
-    }
-  }
+    else return false;
+    return true;
+  });
   LS_CHECK(o.batch > 0 && o.steps > 0 && o.warmup >= 0, "--batch and --steps must be positive, --warmup >= 0");
   if (o.threads <= 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 json run_ours(const Options& o) {
@@ -131,7 +108,7 @@ json run_ours(const Options& o) {
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   const PhaseTimes& p = manager.phase_times();
-  const double med = median(times);
+  const double med = bench::median(times);
   int64_t params = 0;
   for (const ParamEntry& e : manager.model(0).arenas().entries()) params += e.shape.numel();
   return json{{"framework", "lockstep"},

@@ -30,6 +30,8 @@
 #include "runtime/context.h"
 #include "runtime/device.h"
 #include "base/error.h"
+#include "bench/support/args.h"
+#include "bench/support/median.h"
 #include "layers/models.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -62,25 +64,16 @@ void usage() {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      LS_CHECK(i + 1 < argc, a, " needs a value");
-      return argv[++i];
-    };
+  bench::parse_args(argc, argv, 1, "--help", usage, [&](const std::string& a, const bench::ArgValue& value) {
     if (a == "--quick") o.quick = true;
-    else if (a == "--params") o.params = std::stoll(value());
-    else if (a == "--batch") o.batch = std::stoll(value());
-    else if (a == "--steps") o.steps = std::stoi(value());
-    else if (a == "--warmup") o.warmup = std::stoi(value());
+    else if (a == "--params") o.params = bench::parse_int(a, value());
+    else if (a == "--batch") o.batch = bench::parse_int(a, value());
+    else if (a == "--steps") o.steps = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--warmup") o.warmup = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--json") o.json_path = value();
-    else if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    } else {
-      LS_FAIL("unknown argument '", a, "' (see --help)");
-    }
-  }
+    else return false;
+    return true;
+  });
   if (o.quick) {
     o.steps = std::min(o.steps, 5);
     o.warmup = std::min(o.warmup, 2);
@@ -90,11 +83,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::median;
 
 #if LOCKSTEP_WITH_CUDA
 

@@ -22,7 +22,6 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <time.h>
@@ -34,6 +33,7 @@
 #include "data/open_dataset.h"
 #include "data/random.h"
 #include "base/error.h"
+#include "bench/support/args.h"
 
 namespace fs = std::filesystem;
 using namespace lockstep;
@@ -54,51 +54,34 @@ struct Options {
   std::string peer_script = (fs::path(__FILE__).parent_path() / "peers" / "pil_loader.py").string();
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::cerr << "bench_loader: " << problem << "\n"
-            << "usage: bench_loader [--threads 1,2,4] [--images N] [--epochs N] [--repeat N] [--peer] [--json PATH]\n"
+void usage() {
+  std::cout << "usage: bench_loader [--threads 1,2,4] [--images N] [--epochs N] [--repeat N] [--peer] [--json PATH]\n"
             << "                    [--fashion DIR] [--python PATH] [--peer-script PATH]\n";
-  std::exit(2);
 }
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--threads") {
+  bench::parse_args(argc, argv, 1, "--help", usage, [&](const std::string& a, const bench::ArgValue& value) {
+    if (a == "--threads") {
       o.threads.clear();
-      std::stringstream list(value());
-      for (std::string t; std::getline(list, t, ',');) o.threads.push_back(std::stoi(t));
-    } else if (arg == "--images") {
-      o.images = std::stoi(value());
-    } else if (arg == "--epochs") {
-      o.epochs = std::stoi(value());
-    } else if (arg == "--repeat") {
-      o.repeat = std::stoi(value());
-    } else if (arg == "--peer") {
-      o.peer = true;
-    } else if (arg == "--json") {
-      o.json_path = value();
-    } else if (arg == "--fashion") {
-      o.fashion = value();
-    } else if (arg == "--python") {
-      o.python = value();
-    } else if (arg == "--peer-script") {
-      o.peer_script = value();
-    } else {
-      usage("unknown argument " + arg);
-    }
-  }
+      for (int64_t t : bench::parse_int_list(value())) o.threads.push_back(static_cast<int>(t));
+    } else if (a == "--images") o.images = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--epochs") o.epochs = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--repeat") o.repeat = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--peer") o.peer = true;
+    else if (a == "--json") o.json_path = value();
+    else if (a == "--fashion") o.fashion = value();
+    else if (a == "--python") o.python = value();
+    else if (a == "--peer-script") o.peer_script = value();
+    else return false;
+    return true;
+  });
   if (o.threads.empty()) {
     o.threads = {1, 2};
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     if (cores > 2) o.threads.push_back(cores);
   }
-  if (o.images < 10 || o.epochs < 1 || o.repeat < 1) usage("need at least 10 images, 1 epoch and 1 repeat");
+  LS_CHECK(o.images >= 10 && o.epochs >= 1 && o.repeat >= 1, "need at least 10 images, 1 epoch and 1 repeat");
   return o;
 }
 

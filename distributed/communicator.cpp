@@ -6,10 +6,6 @@
 #include "distributed/hierarchical_communicator.h"
 #include "distributed/local_communicator.h"
 
-#if LOCKSTEP_WITH_CUDA
-#include "distributed/cuda/nccl_communicator.h"
-#endif
-
 namespace lockstep {
 
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices,
@@ -31,7 +27,7 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devic
   LS_CHECK(gpus.empty() || all_gpu, "replicas must all be on the CPU or all on GPUs");
 #if LOCKSTEP_WITH_CUDA
   if (all_gpu && devices.size() > 1 && gpus.size() == devices.size())
-    return std::make_unique<NcclCommunicator>(devices, timeout);
+    return make_nccl_communicator(devices, timeout);
 #endif
   LS_CHECK(gpus.size() <= 1, "ranks on ", gpus.size(), " GPUs with some sharing a GPU: NCCL takes one rank per GPU, "
            "and the local communicator one device");

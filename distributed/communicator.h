@@ -46,4 +46,12 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devic
                                                 std::chrono::milliseconds timeout = default_collective_timeout,
                                                 std::shared_ptr<ProcessGroup> processes = nullptr);
 
+#if LOCKSTEP_WITH_CUDA
+// One NCCL rank per GPU of `devices` (all distinct): the NcclCommunicator,
+// made in distributed/cuda/nccl_communicator.cpp, so make_communicator needs
+// no CUDA header.
+std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>& devices,
+                                                     std::chrono::milliseconds timeout);
+#endif
+
 }  // namespace lockstep

@@ -5,10 +5,6 @@
 
 #include "base/error.h"
 
-#if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_allocator.h"
-#endif
-
 namespace lockstep {
 
 size_t CachingAllocator::bin_size(size_t bytes) {

@@ -65,4 +65,15 @@ std::shared_ptr<Allocator> allocator_for(Device device);
 // when the build or the machine has no GPU.
 std::shared_ptr<Allocator> pinned_host_allocator();
 
+#if LOCKSTEP_WITH_CUDA
+// The CUDA backend's allocators, behind the two above: declared here and
+// defined in runtime/cuda/cuda_allocator.cpp, so allocator.cpp needs no CUDA
+// header.
+// The caching allocator of GPU `device`, created on first use. Throws an Error
+// naming the device when it does not exist.
+std::shared_ptr<Allocator> cuda_allocator_for(int device);
+// The process's page-locked host allocator (tensors on Device::cpu()).
+std::shared_ptr<Allocator> cuda_pinned_allocator();
+#endif
+
 }  // namespace lockstep

@@ -6,12 +6,10 @@
 #include "base/error.h"
 
 #if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_context.h"
-#include "runtime/cuda/cuda_memory.h"
+#include "runtime/context_cuda.h"
 #else
-namespace lockstep {
-struct CudaState {};  // nothing to hold without the CUDA backend
-}  // namespace lockstep
+// Without the CUDA backend no CudaState is ever made: nothing to delete.
+void std::default_delete<lockstep::CudaState>::operator()(lockstep::CudaState*) const {}
 #endif
 
 namespace lockstep {
@@ -60,7 +58,7 @@ void Context::copy(const Tensor& src, Tensor& dst) {
     return;
   }
 #if LOCKSTEP_WITH_CUDA
-  cuda_copy_bytes_async(dst.raw(), src.raw(), dst.bytes(), cuda_->compute_stream);
+  cuda_copy_on_compute(*cuda_, dst.raw(), src.raw(), dst.bytes());
 #endif
 }
 
@@ -81,7 +79,7 @@ int Context::mark_time() {
 void Context::clear_marks() {
   host_marks_used_ = 0;
 #if LOCKSTEP_WITH_CUDA
-  if (cuda_) cuda_->time_marks_used = 0;
+  if (cuda_) cuda_clear_marks(*cuda_);
 #endif
 }
 
@@ -103,7 +101,7 @@ void Context::zero(Tensor& t) {
     return;
   }
 #if LOCKSTEP_WITH_CUDA
-  cuda_zero_bytes_async(t.raw(), t.bytes(), cuda_->compute_stream);
+  cuda_zero_on_compute(*cuda_, t.raw(), t.bytes());
 #endif
 }
 

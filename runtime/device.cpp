@@ -1,6 +1,8 @@
 #include "runtime/device.h"
 
+#include <algorithm>
 #include <cctype>
+#include <sstream>
 
 #include "base/error.h"
 
@@ -15,6 +17,34 @@ Device parse_device(const std::string& text) {
   for (char c : number) digits = digits && std::isdigit(static_cast<unsigned char>(c));
   LS_CHECK(digits, "unknown device '", text, "': expected cpu, cuda:N or N");
   return Device::cuda(std::stoi(number));
+}
+
+std::vector<Device> parse_device_list(const std::string& text) {
+  std::vector<Device> devices;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) devices.push_back(parse_device(item));
+  LS_CHECK(!devices.empty(), "empty device list '", text, "'");
+  return devices;
+}
+
+std::vector<Device> resolve_devices(const std::string& text) {
+  const int gpus = cuda_device_count();
+  std::vector<Device> devices;
+  if (text == "all") {
+    for (int i = 0; i < gpus; ++i) devices.push_back(Device::cuda(i));
+    if (devices.empty()) devices.push_back(Device::cpu());
+    return devices;
+  }
+  LS_CHECK(!text.empty(), "--devices is empty");
+  for (const Device& d : parse_device_list(text)) {
+    LS_CHECK(d.is_cpu() || d.index < gpus, "--devices ", text, ": there is no GPU ", d.index, " (this machine has ",
+             gpus, gpus == 1 ? " GPU)" : " GPUs)");
+    LS_CHECK(std::find(devices.begin(), devices.end(), d) == devices.end(), "--devices ", text, " names ", d.str(),
+             " twice");
+    devices.push_back(d);
+  }
+  return devices;
 }
 
 #if !LOCKSTEP_WITH_CUDA

@@ -22,6 +22,13 @@ struct Device {
 
 // Parses "cpu", "cuda:N" or "N". Throws lockstep::Error naming the text otherwise.
 Device parse_device(const std::string& text);
+// A comma-separated list of devices as parse_device reads them, repeats kept
+// ("cpu,cpu": two replicas on the CPU). Throws naming `text` when it is empty.
+std::vector<Device> parse_device_list(const std::string& text);
+// The devices a --devices option names: "all" (every visible GPU, or the CPU
+// when there is none) or a list (parse_device_list) of devices that are
+// there, each named once. Throws an Error that names the option otherwise.
+std::vector<Device> resolve_devices(const std::string& text);
 
 // True when this build was compiled with the CUDA backend.
 bool cuda_compiled();

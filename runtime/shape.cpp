@@ -1,5 +1,7 @@
 #include "runtime/shape.h"
 
+#include <sstream>
+
 #include "base/error.h"
 
 namespace lockstep {
@@ -45,6 +47,15 @@ bool Shape::operator==(const Shape& other) const {
   for (int i = 0; i < rank_; ++i)
     if (dims_[i] != other.dims_[i]) return false;
   return true;
+}
+
+std::optional<Shape> parse_chw(const std::string& text) {
+  int64_t c = 0, h = 0, w = 0;
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  in >> c >> x1 >> h >> x2 >> w;
+  if (in.fail() || x1 != 'x' || x2 != 'x' || c <= 0 || h <= 0 || w <= 0) return std::nullopt;
+  return Shape{c, h, w};
 }
 
 }  // namespace lockstep

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace lockstep {
@@ -30,5 +31,10 @@ private:
   std::array<int64_t, max_rank> dims_{};
   int rank_ = 0;
 };
+
+// "3x32x32": one image's channels, height and width, positive and joined by
+// 'x' (the --input of the programs), as Shape{3, 32, 32}; nullopt when `text`
+// is not that, so the caller words the error for its option.
+std::optional<Shape> parse_chw(const std::string& text);
 
 }  // namespace lockstep

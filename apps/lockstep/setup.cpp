@@ -2,37 +2,19 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 
 #include "data/dataset.h"
 #include "base/error.h"
+#include "runtime/shape.h"
 
 namespace lockstep::app {
 
 std::vector<Device> resolve_devices(const std::string& text, int replicas, bool quiet) {
   LS_CHECK(replicas >= 1, "--replicas must be at least 1, got ", replicas);
-  const int gpus = cuda_device_count();
-  std::vector<Device> base;
-  if (text == "all") {
-    if (gpus == 0) {
-      if (!quiet) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
-      base.push_back(Device::cpu());
-    }
-    for (int i = 0; i < gpus; ++i) base.push_back(Device::cuda(i));
-  } else if (text == "cpu") {
-    base.push_back(Device::cpu());
-  } else {
-    std::stringstream list(text);
-    std::string item;
-    while (std::getline(list, item, ',')) {
-      Device d = parse_device(item);
-      LS_CHECK(d.is_cpu() || d.index < gpus, "--devices ", text, ": there is no GPU ", d.index, " (this machine has ",
-               gpus, gpus == 1 ? " GPU)" : " GPUs)");
-      for (const Device& seen : base) LS_CHECK(!(seen == d), "--devices ", text, " names ", d.str(), " twice");
-      base.push_back(d);
-    }
-    LS_CHECK(!base.empty(), "--devices is empty");
-  }
+  if (text == "all" && cuda_device_count() == 0 && !quiet)
+    std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
+  const std::vector<Device> base = lockstep::resolve_devices(text);
   LS_CHECK(replicas == 1 || base.size() == 1, "--replicas ", replicas,
            " puts several replicas on one device; give a single device with it, not ", base.size());
   std::vector<Device> devices;
@@ -42,11 +24,12 @@ std::vector<Device> resolve_devices(const std::string& text, int replicas, bool 
 }
 
 void parse_input_shape(const std::string& text, int64_t& channels, int64_t& height, int64_t& width) {
-  char x1 = 0, x2 = 0;
-  std::istringstream in(text);
-  in >> channels >> x1 >> height >> x2 >> width;
-  LS_CHECK(!in.fail() && x1 == 'x' && x2 == 'x' && (channels == 1 || channels == 3) && height > 0 && width > 0,
-           "--input ", text, ": expected CxHxW with C 1 or 3, e.g. 3x32x32");
+  const std::optional<Shape> shape = parse_chw(text);
+  LS_CHECK(shape && ((*shape)[0] == 1 || (*shape)[0] == 3), "--input ", text,
+           ": expected CxHxW with C 1 or 3, e.g. 3x32x32");
+  channels = (*shape)[0];
+  height = (*shape)[1];
+  width = (*shape)[2];
 }
 
 std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> dataset, int64_t limit) {

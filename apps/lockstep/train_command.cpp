@@ -155,12 +155,13 @@ int run_train(TrainSettings s, const std::vector<std::string>& given) {
 
 namespace {
 
-int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world) {
-  // The first process alone prints progress and writes the metrics.
-  const bool first = !world || world->rank() == 0;
+// The settings this run trains with: the checkpoint's when resuming (read
+// into `resume_info`), the machine's defaults, then the derived ones (data
+// path, global batch, scaled lr, checkpoint path), validated. Returns the
+// replicas' devices.
+std::vector<Device> settle_settings(TrainSettings& s, const std::vector<std::string>& given, const ProcessGroup* world,
+                                    CheckpointInfo& resume_info) {
   const int processes = world ? world->size() : 1;
-  // Settings: the checkpoint's when resuming, then the machine's defaults.
-  CheckpointInfo resume_info;
   std::vector<std::string> settled = given;
   if (!s.resume.empty()) {
     resume_info = read_checkpoint_info(s.resume);
@@ -168,14 +169,6 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   }
   std::vector<Device> devices = resolve_devices(s.devices, s.replicas, /*quiet=*/true);
   apply_defaults(s, devices[0].is_cuda(), settled);
-  if (devices[0].is_cpu() && (devices.size() > 1 || world)) {
-    // N CPU replicas (and the processes on one host) each running on every
-    // core would oversubscribe the cores: share them out. The pool runs one
-    // replica's loops at a time; the others run theirs on their own thread.
-    const int cores = cpu::compute_threads();
-    const int sharers = static_cast<int>(devices.size()) * (world ? world->processes_on_host() : 1);
-    cpu::set_compute_threads(std::max(1, cores / sharers));
-  }
   if (s.data.empty()) s.data = data::default_data_path();
   if (s.batch_per_device > 0) {
     const int64_t replicas = static_cast<int64_t>(devices.size()) * processes;
@@ -185,16 +178,26 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   validate(s);
   if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size() * processes);
   if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
-  // Find out now, not after the first epoch, that an output cannot be written
-  // or would overwrite what it must not; then keep other runs off the
-  // checkpoint. Only the first process writes, so only it checks and locks.
-  std::optional<CheckpointLock> checkpoint_lock;
-  if (first) {
-    check_outputs(s);
-    checkpoint_lock.emplace(s.checkpoint);
-  }
+  return devices;
+}
 
-  // Data.
+// N CPU replicas (and the processes on one host) each running on every core
+// would oversubscribe the cores: share them out. The pool runs one replica's
+// loops at a time; the others run theirs on their own thread.
+void share_cpu_cores(const std::vector<Device>& devices, const ProcessGroup* world) {
+  if (!devices[0].is_cpu() || (devices.size() == 1 && !world)) return;
+  const int cores = cpu::compute_threads();
+  const int sharers = static_cast<int>(devices.size()) * (world ? world->processes_on_host() : 1);
+  cpu::set_compute_threads(std::max(1, cores / sharers));
+}
+
+// The training and test sets, each cut to --limit / --test-limit.
+struct TrainData {
+  data::DataSets sets;
+  std::shared_ptr<const data::Dataset> train, test;
+};
+
+TrainData open_data(const TrainSettings& s, const std::vector<std::string>& given) {
   data::DataOptions data_options;
   parse_input_shape(s.input, data_options.channels, data_options.height, data_options.width);
   data_options.skip_bad_images = s.skip_bad_images;
@@ -204,19 +207,30 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
            "--test-fraction splits a single class folder; it does not go with --test-data ", s.test_data);
   // With a separate test set a single class folder is not split: all of it trains.
   data_options.test_fraction = s.test_data.empty() ? s.test_fraction : 0.0;
-  data::DataSets sets = data::open_dataset(s.data, data_options);
-  LS_CHECK(sets.split || !was_given(given, "--test-fraction"), "--test-fraction splits a single class folder, but ",
-           s.data, sets.format == data::DataFormat::image_folder
+  TrainData d;
+  d.sets = data::open_dataset(s.data, data_options);
+  LS_CHECK(d.sets.split || !was_given(given, "--test-fraction"), "--test-fraction splits a single class folder, but ",
+           s.data, d.sets.format == data::DataFormat::image_folder
                        ? std::string(" is already split into train and test folders")
-                       : std::string(" has its own test files (") + data::format_name(sets.format) + ")");
+                       : std::string(" has its own test files (") + data::format_name(d.sets.format) + ")");
   if (!s.test_data.empty()) {
-    data::DataSets separate = data::open_test_dataset(s.test_data, data_options, sets.train->class_names());
-    sets.test = separate.test;
-    sets.skipped.merge(separate.skipped);
+    data::DataSets separate = data::open_test_dataset(s.test_data, data_options, d.sets.train->class_names());
+    d.sets.test = separate.test;
+    d.sets.skipped.merge(separate.skipped);
   }
-  auto train_set = limit_dataset(sets.train, s.limit);
-  auto test_set = sets.test ? limit_dataset(sets.test, s.test_limit) : nullptr;
+  d.train = limit_dataset(d.sets.train, s.limit);
+  d.test = d.sets.test ? limit_dataset(d.sets.test, s.test_limit) : nullptr;
+  return d;
+}
 
+// The training loader (augmentation, the checkpoint's normalisation when
+// resuming) and the test loader, whose first batch is checked against the
+// training set's shape and classes.
+struct Loaders {
+  std::unique_ptr<data::Loader> train, test;
+};
+
+Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d) {
   data::LoaderConfig loader_config;
   loader_config.batch_size = s.batch;
   loader_config.seed = s.seed;
@@ -224,37 +238,45 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   loader_config.drop_last = s.drop_last;
   loader_config.skip_bad_images = s.skip_bad_images;
   if (s.augment == "crop-flip") {
-    loader_config.augment.crop_padding = train_set->sample_shape()[1] >= 32 ? 4 : 2;
+    loader_config.augment.crop_padding = d.train->sample_shape()[1] >= 32 ? 4 : 2;
     loader_config.augment.horizontal_flip = true;
   }
   if (!s.resume.empty() && resume_info.extra.count("normalization"))
     loader_config.normalization = normalization_from_json(resume_info.extra.at("normalization"));
-  data::Loader train_loader(train_set, loader_config);
-  std::unique_ptr<data::Loader> test_loader;
-  if (test_set) {
-    test_loader = data::make_eval_loader(test_set, std::max<int64_t>(s.batch, 256), train_loader.normalization(),
-                                         s.threads, s.skip_bad_images);
-    check_test_set(*train_set, *test_set, *test_loader, s.test_data);
+  Loaders loaders;
+  loaders.train = std::make_unique<data::Loader>(d.train, loader_config);
+  if (d.test) {
+    loaders.test = data::make_eval_loader(d.test, std::max<int64_t>(s.batch, 256), loaders.train->normalization(),
+                                          s.threads, s.skip_bad_images);
+    check_test_set(*d.train, *d.test, *loaders.test, s.test_data);
   }
+  return loaders;
+}
 
-  // Model and replicas.
+// The model for this data; when resuming, the checkpoint's (a --model that
+// names another one is refused).
+std::string choose_model_spec(const TrainSettings& s, const std::vector<std::string>& given,
+                              const CheckpointInfo& resume_info, const data::Dataset& train_set) {
   ModelOptions model_options;
   model_options.dropout = s.dropout;
-  std::string spec = model_spec(s.model, train_set->sample_shape(), train_set->num_classes(), model_options);
-  if (!s.resume.empty()) {
-    LS_CHECK(std::find(given.begin(), given.end(), "--model") == given.end() || resume_info.model_spec == spec,
-             "--resume ", s.resume, " holds a checkpoint of '", resume_info.model_spec, "', not of '", spec, "'");
-    spec = resume_info.model_spec;
-  }
-  uint64_t seed = s.seed;
-  ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
-  ReplicaOptions replica_options;
-  replica_options.seed = s.seed;
-  replica_options.processes = world;
-  replica_options.collective_timeout = collective_timeout();
-  replica_options.context.sync_batch_norm = s.sync_bn;
-  ReplicaManager replicas(factory, devices, replica_options);
+  const std::string spec = model_spec(s.model, train_set.sample_shape(), train_set.num_classes(), model_options);
+  if (s.resume.empty()) return spec;
+  LS_CHECK(std::find(given.begin(), given.end(), "--model") == given.end() || resume_info.model_spec == spec,
+           "--resume ", s.resume, " holds a checkpoint of '", resume_info.model_spec, "', not of '", spec, "'");
+  return resume_info.model_spec;
+}
 
+ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<ProcessGroup>& world) {
+  ReplicaOptions options;
+  options.seed = s.seed;
+  options.processes = world;
+  options.collective_timeout = collective_timeout();
+  options.context.sync_batch_norm = s.sync_bn;
+  return options;
+}
+
+TrainerConfig trainer_config(const TrainSettings& s, const data::Dataset& train_set,
+                             const data::Normalization& normalization) {
   TrainerConfig config;
   config.epochs = s.epochs;
   config.schedule.kind = parse_schedule(s.schedule);
@@ -264,40 +286,89 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   config.sgd = {s.momentum, s.weight_decay, s.nesterov};
   config.seed = s.seed;
   config.checkpoint_path = s.checkpoint;
-  config.class_names = train_set->class_names();
+  config.class_names = train_set.class_names();
   config.checkpoint_extra = to_metadata(s);
-  config.checkpoint_extra["normalization"] = normalization_to_json(train_loader.normalization());
+  config.checkpoint_extra["normalization"] = normalization_to_json(normalization);
   if (!s.time_limit.empty()) config.time_limit_seconds = parse_duration(s.time_limit, "--time-limit");
-  Trainer trainer(replicas, train_loader, test_loader.get(), config);
-  if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
+  return config;
+}
 
-  if (!first) return finish_quietly(trainer);
+// The lines before the first step: what trains on what, and where a resumed run goes on from.
+void print_start(const TrainSettings& s, const std::string& spec, const TrainData& d,
+                 const std::vector<Device>& devices, const ProcessGroup* world, const Trainer& trainer,
+                 const CheckpointInfo& resume_info) {
   if (s.devices == "all" && devices[0].is_cpu()) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
   std::printf("training %s on %s (%s, %lld training samples%s) %s [%s], batch %lld, lr %g, %lld epoch%s\n",
-              spec.c_str(), s.data.c_str(), data::format_name(sets.format), static_cast<long long>(train_set->size()),
-              test_set ? (", " + std::to_string(test_set->size()) + " test").c_str() : "",
-              world_text(devices, world.get()).c_str(), devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
+              spec.c_str(), s.data.c_str(), data::format_name(d.sets.format), static_cast<long long>(d.train->size()),
+              d.test ? (", " + std::to_string(d.test->size()) + " test").c_str() : "",
+              world_text(devices, world).c_str(), devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
               static_cast<long long>(s.epochs), s.epochs == 1 ? "" : "s");
   if (!s.resume.empty())
     std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(resume_info.batch_in_epoch),
                 static_cast<long long>(trainer.step()));
   std::fflush(stdout);
+}
 
-  ProgressReporter reporter(s.epochs, s.threads, s.metrics, !s.resume.empty());
-  reporter.skipped(sets.skipped, s.metrics);
-  Evaluation last_test;
-  const std::string curve_png = curve_path(s);
-  TrainingCurve curve(spec + " on " + s.data);
-  bool curve_warned = false;
-  auto draw_curve = [&] {
-    const std::string problem = curve.draw(curve_png);
-    if (!problem.empty() && !curve_warned) {
-      reporter.break_line();
-      std::fprintf(stderr, "notice: no training-curve picture %s: %s\n", curve_png.c_str(), problem.c_str());
-      curve_warned = true;
+// The training-curve PNG, redrawn after every epoch; a problem drawing it is told once.
+class CurveDrawer {
+public:
+  CurveDrawer(std::string title, std::string png, ProgressReporter& reporter)
+      : curve_(std::move(title)), png_(std::move(png)), reporter_(reporter) {}
+  const std::string& png() const { return png_; }
+  void add_step(int64_t step, double loss, double accuracy) { curve_.add_step(step, loss, accuracy); }
+  void add_epoch(int64_t step, bool has_test, double test_loss, double test_accuracy) {
+    curve_.add_epoch(step, has_test, test_loss, test_accuracy);
+  }
+  void draw() {
+    const std::string problem = curve_.draw(png_);
+    if (!problem.empty() && !warned_) {
+      reporter_.break_line();
+      std::fprintf(stderr, "notice: no training-curve picture %s: %s\n", png_.c_str(), problem.c_str());
+      warned_ = true;
     }
-  };
+  }
+
+private:
+  TrainingCurve curve_;
+  std::string png_;
+  ProgressReporter& reporter_;
+  bool warned_ = false;
+};
+
+// Past the time limit: evaluates where training stopped (unless an epoch
+// just ended and was evaluated), draws the curve, says how to go on.
+int finish_at_time_limit(const TrainSettings& s, Trainer& trainer, data::Loader* test_loader,
+                         const data::Dataset& train_set, ProgressReporter& reporter, CurveDrawer& curve,
+                         Evaluation last_test) {
+  const CheckpointInfo at = trainer.checkpoint_info();
+  if (test_loader && at.batch_in_epoch > 0) {
+    last_test = trainer.evaluate(*test_loader);
+    std::printf("time limit %s reached: test loss %.4f acc %.2f%% at epoch %lld, batch %lld (step %lld)\n",
+                s.time_limit.c_str(), last_test.loss, 100.0 * last_test.accuracy, static_cast<long long>(at.epoch + 1),
+                static_cast<long long>(at.batch_in_epoch), static_cast<long long>(at.step));
+    curve.add_epoch(at.step, true, last_test.loss, last_test.accuracy);
+  } else {
+    std::printf("time limit %s reached at the end of epoch %lld (step %lld)\n", s.time_limit.c_str(),
+                static_cast<long long>(at.epoch), static_cast<long long>(at.step));
+  }
+  curve.draw();
+  if (last_test.count > 0) reporter.per_class_table(last_test, train_set.class_names());
+  std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s\n",
+              s.checkpoint.c_str(), s.checkpoint.c_str(), s.time_limit.c_str());
+  std::printf("training curve: %s\n", curve.png().c_str());
+  return 0;
+}
+
+// Runs the trainer with the progress bar, the metrics file and the curve
+// hooked to it, then reports how it ended: 0 when finished or stopped at the
+// time limit, 130 when stopped by a signal.
+int run_and_report(const TrainSettings& s, const std::string& spec, const TrainData& d, Loaders& loaders,
+                   Trainer& trainer) {
+  ProgressReporter reporter(s.epochs, s.threads, s.metrics, !s.resume.empty());
+  reporter.skipped(d.sets.skipped, s.metrics);
+  Evaluation last_test;
+  CurveDrawer curve(spec + " on " + s.data, curve_path(s), reporter);
   trainer.on_progress = [&](const Progress& p) { reporter.step(p); };
   trainer.on_step_metrics = [&](int64_t step, const StepMetrics& m) {
     const double loss = m.loss_sum / std::max<int64_t>(m.count, 1);
@@ -309,48 +380,58 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
     reporter.epoch(e);
     if (e.has_test) last_test = e.test;
     curve.add_epoch(trainer.step(), e.has_test, e.test.loss, e.test.accuracy);
-    draw_curve();
+    curve.draw();
   };
 
   bool finished = run_with_signals(trainer);
   reporter.break_line();
 
-  data::BadFiles loaded_skipped = train_loader.skipped();
-  if (test_loader) loaded_skipped.merge(test_loader->skipped());
+  data::BadFiles loaded_skipped = loaders.train->skipped();
+  if (loaders.test) loaded_skipped.merge(loaders.test->skipped());
   reporter.skipped(loaded_skipped, s.metrics);
-  if (!finished && trainer.time_limit_reached()) {
-    // Past the time limit: evaluate where training stopped (unless an epoch
-    // just ended and was evaluated), draw the curve, say how to go on.
-    const CheckpointInfo at = trainer.checkpoint_info();
-    if (test_loader && at.batch_in_epoch > 0) {
-      last_test = trainer.evaluate(*test_loader);
-      std::printf("time limit %s reached: test loss %.4f acc %.2f%% at epoch %lld, batch %lld (step %lld)\n",
-                  s.time_limit.c_str(), last_test.loss, 100.0 * last_test.accuracy,
-                  static_cast<long long>(at.epoch + 1), static_cast<long long>(at.batch_in_epoch),
-                  static_cast<long long>(at.step));
-      curve.add_epoch(at.step, true, last_test.loss, last_test.accuracy);
-    } else {
-      std::printf("time limit %s reached at the end of epoch %lld (step %lld)\n", s.time_limit.c_str(),
-                  static_cast<long long>(at.epoch), static_cast<long long>(at.step));
-    }
-    draw_curve();
-    if (last_test.count > 0) reporter.per_class_table(last_test, train_set->class_names());
-    std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s\n",
-                s.checkpoint.c_str(), s.checkpoint.c_str(), s.time_limit.c_str());
-    std::printf("training curve: %s\n", curve_png.c_str());
-    return 0;
-  }
+  if (!finished && trainer.time_limit_reached())
+    return finish_at_time_limit(s, trainer, loaders.test.get(), *d.train, reporter, curve, last_test);
   if (!finished) {
-    draw_curve();
+    curve.draw();
     std::printf("stopped at epoch %lld, batch %lld (step %lld); checkpoint written to %s\n"
                 "resume with: lockstep train --resume %s\n",
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(trainer.checkpoint_info().batch_in_epoch),
                 static_cast<long long>(trainer.step()), s.checkpoint.c_str(), s.checkpoint.c_str());
     return 130;
   }
-  if (last_test.count > 0) reporter.per_class_table(last_test, train_set->class_names());
-  std::printf("checkpoint: %s\ntraining curve: %s\n", s.checkpoint.c_str(), curve_png.c_str());
+  if (last_test.count > 0) reporter.per_class_table(last_test, d.train->class_names());
+  std::printf("checkpoint: %s\ntraining curve: %s\n", s.checkpoint.c_str(), curve.png().c_str());
   return 0;
+}
+
+int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world) {
+  // The first process alone prints progress and writes the metrics.
+  const bool first = !world || world->rank() == 0;
+  CheckpointInfo resume_info;
+  const std::vector<Device> devices = settle_settings(s, given, world.get(), resume_info);
+  share_cpu_cores(devices, world.get());
+  // Find out now, not after the first epoch, that an output cannot be written
+  // or would overwrite what it must not; then keep other runs off the
+  // checkpoint. Only the first process writes, so only it checks and locks.
+  std::optional<CheckpointLock> checkpoint_lock;
+  if (first) {
+    check_outputs(s);
+    checkpoint_lock.emplace(s.checkpoint);
+  }
+
+  const TrainData train_data = open_data(s, given);
+  Loaders loaders = make_loaders(s, resume_info, train_data);
+  const std::string spec = choose_model_spec(s, given, resume_info, *train_data.train);
+  const uint64_t seed = s.seed;
+  ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
+  ReplicaManager replicas(factory, devices, replica_options(s, world));
+  Trainer trainer(replicas, *loaders.train, loaders.test.get(),
+                  trainer_config(s, *train_data.train, loaders.train->normalization()));
+  if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
+
+  if (!first) return finish_quietly(trainer);
+  print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
+  return run_and_report(s, spec, train_data, loaders, trainer);
 }
 
 }  // namespace

@@ -55,26 +55,6 @@ options (some suites):
 
 namespace {
 
-int64_t parse_int(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    int64_t v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  LS_FAIL(flag, " expects an integer, got '", text, "'");
-}
-
-double parse_double(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  LS_FAIL(flag, " expects a number, got '", text, "'");
-}
-
 std::string read_command(const std::string& cmd) {
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return "";
@@ -88,23 +68,9 @@ std::string read_command(const std::string& cmd) {
 
 }  // namespace
 
-std::vector<int64_t> parse_int_list(const std::string& text) {
-  std::vector<int64_t> values;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) values.push_back(parse_int("a list", item));
-  LS_CHECK(!values.empty(), "empty list '", text, "'");
-  return values;
-}
-
 Options parse_options(int argc, char** argv, int first) {
   Options o;
-  for (int i = first; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      LS_CHECK(i + 1 < argc, a, " needs a value");
-      return argv[++i];
-    };
+  parse_args(argc, argv, first, "lockstep-bench --help", print_usage, [&](const std::string& a, const ArgValue& value) {
     if (a == "--devices") o.devices = value();
     else if (a == "--model") o.model = value();
     else if (a == "--batch") o.batch = parse_int(a, value());
@@ -132,13 +98,9 @@ Options parse_options(int argc, char** argv, int first) {
     else if (a == "--tf32") o.tf32 = true;
     else if (a == "--replica-devices") o.replica_devices = value();
     else if (a == "--loader-threads") o.loader_threads = static_cast<int>(parse_int(a, value()));
-    else if (a == "-h" || a == "--help") {
-      print_usage();
-      std::exit(0);
-    } else {
-      LS_FAIL("unknown argument '", a, "' (see lockstep-bench --help)");
-    }
-  }
+    else return false;
+    return true;
+  });
   LS_CHECK(o.batch >= 0 && o.steps >= 0 && o.epochs >= 0 && o.replicas_max >= 0 && o.threads >= 0,
            "--batch, --steps, --epochs, --replicas-max and --threads must not be negative");
   for (int64_t b : o.batches) LS_CHECK(b > 0, "--batches: every batch must be positive");
@@ -156,33 +118,6 @@ Options parse_options(int argc, char** argv, int first) {
   return o;
 }
 
-std::vector<Device> parse_device_list(const std::string& text) {
-  std::vector<Device> devices;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) devices.push_back(parse_device(item));
-  LS_CHECK(!devices.empty(), "empty device list '", text, "'");
-  return devices;
-}
-
-std::vector<Device> resolve_devices(const std::string& text) {
-  const int gpus = cuda_device_count();
-  std::vector<Device> devices;
-  if (text == "all") {
-    for (int i = 0; i < gpus; ++i) devices.push_back(Device::cuda(i));
-    if (devices.empty()) devices.push_back(Device::cpu());
-    return devices;
-  }
-  for (const Device& d : parse_device_list(text)) {
-    LS_CHECK(d.is_cpu() || d.index < gpus, "--devices ", text, ": there is no GPU ", d.index, " (this machine has ",
-             gpus, gpus == 1 ? " GPU)" : " GPUs)");
-    LS_CHECK(std::find(devices.begin(), devices.end(), d) == devices.end(), "--devices ", text, " names ", d.str(),
-             " twice");
-    devices.push_back(d);
-  }
-  return devices;
-}
-
 bool any_gpu(const std::vector<Device>& devices) {
   return std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cuda(); });
 }
@@ -196,29 +131,12 @@ std::string device_list(const std::vector<Device>& devices) {
   return out;
 }
 
-Shape parse_shape(const std::string& text) {
-  int64_t c = 0, h = 0, w = 0;
-  char x1 = 0, x2 = 0;
-  std::istringstream in(text);
-  in >> c >> x1 >> h >> x2 >> w;
-  LS_CHECK(!in.fail() && x1 == 'x' && x2 == 'x' && c > 0 && h > 0 && w > 0, "--input expects CxHxW, got '", text,
-           "'");
-  return Shape{c, h, w};
-}
-
 std::string shape_text(const Shape& s) {
   return std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" + std::to_string(s[2]);
 }
 
 int cpu_threads(const Options& o) {
   return o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 json machine_info() {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/args.h"
+#include "bench/support/median.h"
 #include "runtime/device.h"
 #include "runtime/shape.h"
 
@@ -51,21 +53,15 @@ struct Options {
 Options parse_options(int argc, char** argv, int first);
 void print_usage();
 
-// --devices: the GPUs (all of them for "all", or the CPU when there is none),
-// "cpu", or a list of ordinals / "cuda:N" / "cpu". Throws naming a GPU that is absent.
-std::vector<Device> resolve_devices(const std::string& text);
+// --devices is read by resolve_devices and --replica-devices by
+// parse_device_list (runtime/device.h); flags, numbers and --input by
+// bench/support/args.h; medians by bench/support/median.h.
 bool any_gpu(const std::vector<Device>& devices);
 std::string device_list(const std::vector<Device>& devices);  // "cpu,cpu" (the child's --replica-devices)
-std::vector<Device> parse_device_list(const std::string& text);
-
-Shape parse_shape(const std::string& text);
 std::string shape_text(const Shape& shape);  // "3x32x32" of [3, 32, 32]
-std::vector<int64_t> parse_int_list(const std::string& text);
 
 // Threads for CPU math: --threads, or every hardware thread.
 int cpu_threads(const Options& o);
-
-double median(std::vector<double> values);
 
 // CPU model, cores, memory and GPUs of this machine.
 json machine_info();

@@ -138,4 +138,9 @@ void NcclCommunicator::watchdog_loop() {
   }
 }
 
+std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>& devices,
+                                                     std::chrono::milliseconds timeout) {
+  return std::make_unique<NcclCommunicator>(devices, timeout);
+}
+
 }  // namespace lockstep

@@ -30,12 +30,5 @@
 
 #include "runtime/allocator.h"
 
-namespace lockstep {
-
-// The caching allocator of GPU `device`, created on first use. Throws an Error
-// naming the device when it does not exist.
-std::shared_ptr<Allocator> cuda_allocator_for(int device);
-// The process's page-locked host allocator (tensors on Device::cpu()).
-std::shared_ptr<Allocator> cuda_pinned_allocator();
-
-}  // namespace lockstep
+// cuda_allocator_for and cuda_pinned_allocator are declared in
+// runtime/allocator.h, which allocator_for and pinned_host_allocator call them from.

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "runtime/allocator.h"
-#include "runtime/context.h"
+#include "runtime/context_cuda.h"
 #include "kernels/cuda/cuda_libraries.h"
 
 namespace lockstep {
@@ -101,20 +101,11 @@ private:
   size_t cublas_workspace_bytes_ = 0;
 };
 
-// Creates the state for GPU `device`; throws an Error naming the device when
-// it does not exist or a resource cannot be created.
-std::unique_ptr<CudaState> make_cuda_state(int device, const ContextOptions& options);
-// Waits for everything queued on both streams; reports kernel faults.
-void cuda_synchronize(CudaState& state);
+// make_cuda_state, cuda_synchronize, the time marks and the compute-stream
+// copies are declared in runtime/context_cuda.h (what Context uses).
 // Waits for everything queued on the compute stream only (what a step's
 // read-back needs: the communication stream's work is ordered before the
 // compute stream's end by events).
 void cuda_synchronize_compute(CudaState& state);
-// Makes state.device the calling thread's current device (cheap when it is).
-void cuda_make_current(const CudaState& state);
-// Records the next timing event on the compute stream; returns its index.
-int cuda_mark_time(CudaState& state);
-// Seconds between two recorded marks, both of which the compute stream has passed.
-double cuda_seconds_between(CudaState& state, int from, int to);
 
 }  // namespace lockstep

@@ -153,7 +153,7 @@ void deep_cnn(Graph& g, const std::string& from, int64_t classes) {
 }  // namespace
 
 std::vector<std::string> model_names() {
-  return {"mlp",      "simple-cnn", "resnet18", "resnet20", "resnet50",
+  return {"mlp",      "simple-cnn", "small-cnn", "resnet18", "resnet20", "resnet50",
           "vgg11-bn", "vgg16",      "vgg16-bn", "vgg-f",    "deep-cnn"};
 }
 
@@ -184,6 +184,20 @@ void add_model_layers(Graph& g, const std::string& name, const std::string& from
     g.then("pool2", std::make_unique<MaxPool2d>(2, 2));
     g.then("flatten", std::make_unique<Flatten>());
     if (options.dropout) g.then("drop", std::make_unique<Dropout>(0.5f));
+    g.then("fc", std::make_unique<Linear>(classes));
+  } else if (name == "small-cnn") {
+    // Pooling before batch norm and ReLU: they then touch a quarter of the
+    // values (max pooling commutes with ReLU, and BN learns its own scale).
+    std::string x = from;
+    for (auto [name, width] : {std::pair{"conv1", 32}, std::pair{"conv2", 64}}) {
+      g.add(std::string(name) + ".conv",
+            std::make_unique<Conv2d>(width, 3, 1, 1, false, Init::fan_out_normal), {x});
+      g.then(std::string(name) + ".pool", std::make_unique<MaxPool2d>(2, 2));
+      g.then(std::string(name) + ".bn", std::make_unique<BatchNorm2d>());
+      x = g.then(std::string(name) + ".relu", std::make_unique<ReLU>());
+    }
+    g.then("flatten", std::make_unique<Flatten>());
+    if (options.dropout) g.then("drop", std::make_unique<Dropout>(0.25f));
     g.then("fc", std::make_unique<Linear>(classes));
   } else if (name == "resnet18") {
     resnet(g, from, {64, {64, 128, 256, 512}, {2, 2, 2, 2}, false, false}, classes);

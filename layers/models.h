@@ -4,6 +4,8 @@
 //   mlp         flatten - 256 - relu - dropout(0.2) - 256 - relu - classes
 //   simple-cnn  conv64 - relu - pool - conv128 - relu - pool - dropout(0.5) - dense
 //               (3x3 'valid' convolutions, 2x2 max pools: the Keras custom-loop example)
+//   small-cnn   (conv32 - pool - bn - relu) - (conv64 - pool - bn - relu) - dropout(0.25) - dense
+//               (3x3 'same' convolutions without bias, 2x2 max pools): the CPU default
 //   resnet18    CIFAR variant: 3x3 stem, no max pool, [2,2,2,2] basic blocks of 64..512
 //   resnet20    He et al. CIFAR: 3x3 stem of 16, [3,3,3] basic blocks of 16, 32, 64
 //   resnet50    bottleneck blocks (1x1-3x3-1x1, x4 expansion, stride on the 3x3 as torchvision's),

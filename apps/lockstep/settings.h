@@ -49,7 +49,7 @@ struct TrainSettings {
 };
 
 // Fills the settings the user did not give with the defaults for the machine:
-// on a GPU resnet18 with a cosine schedule; on the CPU simple-cnn, sized so
+// on a GPU resnet18 with a cosine schedule; on the CPU small-cnn, sized so
 // that the no-argument run finishes within minutes on two cores.
 void apply_defaults(TrainSettings& s, bool have_gpu, const std::vector<std::string>& given);
 

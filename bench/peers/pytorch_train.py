@@ -130,6 +130,32 @@ class SimpleCNN(nn.Module):
         return self.fc(x)
 
 
+class SmallCNN(nn.Module):
+    """(conv32 - pool - bn - relu) - (conv64 - pool - bn - relu) - dropout(0.25) - dense,
+    3x3 'same' convolutions without bias: lockstep's CPU default."""
+
+    def __init__(self, in_shape, classes, dropout):
+        super().__init__()
+        c, h, w = in_shape
+        self.conv1 = nn.Conv2d(c, 32, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(32)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(64)
+        for conv in (self.conv1, self.conv2):
+            nn.init.kaiming_normal_(conv.weight, mode="fan_out", nonlinearity="relu")
+        self.dropout = dropout
+        self.fc = nn.Linear(64 * (h // 2 // 2) * (w // 2 // 2), classes)
+        self.relu1, self.relu2 = nn.ReLU(), nn.ReLU()
+
+    def forward(self, x):
+        x = self.relu1(self.bn1(F.max_pool2d(self.conv1(x), 2, 2)))
+        x = self.relu2(self.bn2(F.max_pool2d(self.conv2(x), 2, 2)))
+        x = torch.flatten(x, 1)
+        if self.dropout:
+            x = F.dropout(x, 0.25, self.training)
+        return self.fc(x)
+
+
 class MLP(nn.Module):
     def __init__(self, in_shape, classes, dropout):
         super().__init__()
@@ -147,7 +173,7 @@ class MLP(nn.Module):
         return self.fc3(self.relu2(self.fc2(x)))
 
 
-MODEL_NAMES = ["mlp", "simple-cnn", "resnet18", "resnet20", "vgg11-bn"]
+MODEL_NAMES = ["mlp", "simple-cnn", "small-cnn", "resnet18", "resnet20", "vgg11-bn"]
 
 
 def build_model(name, in_shape, classes, dropout=True):
@@ -156,6 +182,8 @@ def build_model(name, in_shape, classes, dropout=True):
         return MLP(in_shape, classes, dropout)
     if name == "simple-cnn":
         return SimpleCNN(in_shape, classes, dropout)
+    if name == "small-cnn":
+        return SmallCNN(in_shape, classes, dropout)
     if name == "resnet18":
         return ResNet(in_shape[0], 64, [64, 128, 256, 512], 2, classes)
     if name == "resnet20":

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -44,9 +46,9 @@ int64_t chain_parameter_count(Graph& graph) {
 // printed by tests/torch/param_counts.py with torch 1.13, 10 classes. BN
 // running statistics are not parameters on either side.
 const std::map<std::string, int64_t> torch_counts_3x32x32 = {
-    {"mlp", 855050}, {"simple-cnn", 121738}, {"resnet18", 11173962}, {"resnet20", 272474}, {"vgg11-bn", 9228362}};
+    {"mlp", 855050}, {"simple-cnn", 121738}, {"small-cnn", 60458}, {"resnet18", 11173962}, {"resnet20", 272474}, {"vgg11-bn", 9228362}};
 const std::map<std::string, int64_t> torch_counts_1x28x28 = {
-    {"mlp", 269322}, {"simple-cnn", 106506}, {"resnet18", 11172810}, {"resnet20", 272186}, {"vgg11-bn", 9227210}};
+    {"mlp", 269322}, {"simple-cnn", 106506}, {"small-cnn", 50282}, {"resnet18", 11172810}, {"resnet20", 272186}, {"vgg11-bn", 9227210}};
 
 // The models with no PyTorch twin yet, counted by hand: weights, conv biases
 // where there is no batch norm, two per batch-norm channel (running
@@ -332,10 +334,10 @@ TEST_CASE("a model rebuilt from its spec has the same layout and, with the same 
   REQUIRE(b->arenas().params.to_vector() == a->arenas().params.to_vector());
 }
 
-TEST_CASE("resnet20 and simple-cnn learn a small separable problem on the CPU", "[models][train]") {
+TEST_CASE("resnet20 and simple-cnn and small-cnn learn a small separable problem on the CPU", "[models][train]") {
   // A functional check, not a timing: the loss of a whole epoch must fall to a
   // fifth of the first step's within a bounded number of epochs.
-  const std::string name = GENERATE(as<std::string>{}, "resnet20", "simple-cnn");
+  const std::string name = GENERATE(as<std::string>{}, "resnet20", "simple-cnn", "small-cnn");
   epochs_to_learn(name, {.sample = Shape{1, 12, 12}});
 }
 
@@ -387,6 +389,10 @@ TEST_CASE("resnet50 takes the 7x7 stem and max pool from 64 px up and the models
       for (float v : logits.to_vector()) REQUIRE(std::isfinite(v));
     }
   }
+}
+
+TEST_CASE("small-cnn gradients equal finite differences in every tensor and the input", "[models][gradcheck]") {
+  check_model_gradients("small-cnn", {.sample = Shape{1, 8, 8}, .batch = 4});
 }
 
 TEST_CASE("deep-cnn gradients equal finite differences in every tensor and the input", "[models][gradcheck]") {

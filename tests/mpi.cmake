@@ -31,7 +31,8 @@ if(LOCKSTEP_WITH_MPI)
   # stand-in carrying the collectives over MPI); labelled mpi-gpu too, for the emulated stage of
   # scripts/test. A real GPU build would need a GPU per process, chosen per rank: not run here.
   if(LOCKSTEP_GPU STREQUAL "emulated")
-    foreach(t test_2_processes_of_1_gpu_match_1_process_of_2_gpus test_eval_on_2_processes_of_1_gpu_matches_1_process)
+    foreach(t test_2_processes_of_1_gpu_match_1_process_of_2_gpus test_3_processes_of_1_gpu_match_1_process_of_3_gpus
+            test_eval_on_2_processes_of_1_gpu_matches_1_process)
       add_test(NAME mpi.gpu.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_mpi_gpu.py MpiGpu.${t})
       set_tests_properties(mpi.gpu.${t} PROPERTIES LABELS "mpi;mpi-gpu" TIMEOUT 900
         ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_MPIRUN=${LOCKSTEP_MPIEXEC}")

@@ -1,10 +1,13 @@
 #pragma once
-// Collectives between the replicas of one process. Each rank calls from its
-// own thread, in the same order on every rank.
-//  - NcclCommunicator (distributed/cuda/): one rank per distinct GPU; calls are
-//    queued on the context's communication stream and return at once.
+// Collectives between the replicas of one process, or of every process of a
+// multi-process run. Each rank calls from its own thread, in the same order
+// on every rank.
+//  - NcclCommunicator (distributed/cuda/): one rank per distinct GPU (of every
+//    process); calls are queued on the context's communication stream and
+//    return at once.
 //  - LocalCommunicator: replicas on the CPU, or several on one GPU (NCCL
 //    refuses two ranks on one device); calls block until every rank arrived.
+//  - HierarchicalCommunicator: CPU replicas of several processes (MPI).
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -41,7 +44,8 @@ inline constexpr std::chrono::seconds default_collective_timeout{300};
 // they are two or more distinct GPUs, the local communicator otherwise (the
 // CPU, one rank, or several ranks sharing one GPU, which NCCL refuses).
 // With `processes` of more than one process the ranks are this process's
-// share of a larger group: the hierarchical communicator (CPU only so far).
+// share of a larger group: the hierarchical communicator on the CPU, one NCCL
+// communicator over every process's GPUs (one rank per GPU) on GPUs.
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices,
                                                 std::chrono::milliseconds timeout = default_collective_timeout,
                                                 std::shared_ptr<ProcessGroup> processes = nullptr);

@@ -11,61 +11,18 @@ HierarchicalCommunicator::HierarchicalCommunicator(int local_ranks, std::shared_
                                                    std::chrono::milliseconds timeout)
     : local_ranks_(local_ranks),
       processes_(std::move(processes)),
-      timeout_(timeout),
-      rank_arrived_(local_ranks, false),
+      barrier_(local_ranks, timeout, processes_ ? " in process " + std::to_string(processes_->rank()) : ""),
       posted_(local_ranks, nullptr),
       posted_bytes_(local_ranks, 0),
       waiting_(local_ranks) {
-  LS_CHECK(local_ranks >= 1, "a communicator needs at least one local rank, got ", local_ranks);
   LS_CHECK(processes_ != nullptr, "a hierarchical communicator needs a process group");
-}
-
-void HierarchicalCommunicator::cancelled(int rank, const char* where) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  LS_CANCEL("collective ", where, " on local rank ", rank, " of process ", processes_->rank(),
-            " cancelled: ", abort_reason_);
-}
-
-void HierarchicalCommunicator::barrier(int rank, const char* where) {
-  if (local_ranks_ == 1) {
-    if (aborted_.load()) cancelled(rank, where);
-    return;
-  }
-  std::unique_lock<std::mutex> lock(mutex_);
-  auto cancel = [&] {
-    LS_CANCEL("collective ", where, " on local rank ", rank, " of process ", processes_->rank(),
-              " cancelled: ", abort_reason_);
-  };
-  if (aborted_.load()) cancel();
-  uint64_t generation = generation_;
-  rank_arrived_[rank] = true;
-  if (++arrived_ == local_ranks_) {
-    arrived_ = 0;
-    std::fill(rank_arrived_.begin(), rank_arrived_.end(), false);
-    ++generation_;
-    cv_.notify_all();
-    return;
-  }
-  bool done = cv_.wait_for(lock, timeout_, [&] { return aborted_.load() || generation_ != generation; });
-  if (aborted_.load()) cancel();
-  if (!done) {
-    std::string missing;
-    for (int r = 0; r < local_ranks_; ++r)
-      if (!rank_arrived_[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    abort_reason_ = "collective " + std::string(where) + " hung in process " + std::to_string(processes_->rank()) +
-                    ": local rank(s) " + missing + " did not arrive within " + std::to_string(timeout_.count()) +
-                    " ms";
-    aborted_.store(true);
-    cv_.notify_all();
-    LS_FAIL(abort_reason_);
-  }
 }
 
 template <typename T>
 void HierarchicalCommunicator::reduce(int rank, Context& ctx, T* data, int64_t count) {
   LS_CHECK(rank >= 0 && rank < local_ranks_, "local rank ", rank, " of a communicator of ", local_ranks_);
   LS_CHECK(ctx.device().is_cpu(), "the multi-process communicator sums host buffers; local rank ", rank, " is on ",
-           ctx.device().str(), " (multi-process GPU training needs NCCL across processes, not built yet)");
+           ctx.device().str(), " (GPUs across processes go through NCCL)");
   const int64_t bytes = count * static_cast<int64_t>(sizeof(T));
   if (local_ranks_ > 1) {
     {
@@ -73,7 +30,7 @@ void HierarchicalCommunicator::reduce(int rank, Context& ctx, T* data, int64_t c
       posted_[rank] = data;
       posted_bytes_[rank] = bytes;
     }
-    barrier(rank, "all_reduce (post)");
+    barrier_.arrive_and_wait(rank, "all_reduce (post)");
     for (int r = 0; r < local_ranks_; ++r)
       LS_CHECK(posted_bytes_[r] == bytes, "all_reduce of ", bytes, " bytes on local rank ", rank, " but ",
                posted_bytes_[r], " on local rank ", r);
@@ -84,7 +41,7 @@ void HierarchicalCommunicator::reduce(int rank, Context& ctx, T* data, int64_t c
       const T* src = static_cast<const T*>(posted_[r]);
       for (int64_t i = begin; i < end; ++i) sum[i] += src[i];
     }
-    barrier(rank, "all_reduce (local sum)");
+    barrier_.arrive_and_wait(rank, "all_reduce (local sum)");
   }
   if (rank == 0) {
     int64_t ticket = processes_->start_sum(data, count);
@@ -106,7 +63,7 @@ void HierarchicalCommunicator::all_reduce_sum(int rank, Context& ctx, double* da
 void HierarchicalCommunicator::wait(int rank, Context&) {
   if (rank == 0 && !started_.empty()) {
     try {
-      processes_->finish(started_.back().ticket, &aborted_);
+      processes_->finish(started_.back().ticket, &barrier_.aborted());
     } catch (const Cancelled&) {
       throw;
     } catch (const std::exception& e) {
@@ -115,7 +72,7 @@ void HierarchicalCommunicator::wait(int rank, Context&) {
     }
   }
   if (local_ranks_ > 1) {
-    barrier(rank, "wait (sums across processes)");
+    barrier_.arrive_and_wait(rank, "wait (sums across processes)");
     if (rank != 0) {
       LS_CHECK(waiting_[rank].size() == started_.size(), "local rank ", rank, " waits for ", waiting_[rank].size(),
                " sums but local rank 0 started ", started_.size());
@@ -123,7 +80,7 @@ void HierarchicalCommunicator::wait(int rank, Context&) {
         std::memcpy(waiting_[rank][i].data, started_[i].result, waiting_[rank][i].bytes);
     }
     // Local rank 0 may overwrite its buffers (and forget the started sums) only after every copy.
-    barrier(rank, "wait (local broadcast)");
+    barrier_.arrive_and_wait(rank, "wait (local broadcast)");
   }
   waiting_[rank].clear();
   if (rank == 0) {
@@ -132,11 +89,6 @@ void HierarchicalCommunicator::wait(int rank, Context&) {
   }
 }
 
-void HierarchicalCommunicator::abort(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!aborted_.load()) abort_reason_ = reason;
-  aborted_.store(true);
-  cv_.notify_all();
-}
+void HierarchicalCommunicator::abort(const std::string& reason) { barrier_.abort(reason); }
 
 }  // namespace lockstep

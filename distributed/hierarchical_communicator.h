@@ -11,7 +11,6 @@
 // Every process ends with the same bits, since each process's copy comes
 // from one process-level sum. A lost or hung process turns into an Error on
 // local rank 0 (naming it) and Cancelled on the others.
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +18,7 @@
 
 #include "distributed/communicator.h"
 #include "distributed/process_group.h"
+#include "distributed/rank_barrier.h"
 
 namespace lockstep {
 
@@ -34,9 +34,6 @@ public:
 
 private:
   template <typename T> void reduce(int rank, Context& ctx, T* data, int64_t count);
-  // Blocks until every local rank has arrived, the communicator is aborted, or the timeout passes.
-  void barrier(int rank, const char* where);
-  [[noreturn]] void cancelled(int rank, const char* where);
 
   struct Started {
     const void* result;  // local rank 0's buffer, which holds the global sum once finished
@@ -50,14 +47,8 @@ private:
 
   int local_ranks_;
   std::shared_ptr<ProcessGroup> processes_;
-  std::chrono::milliseconds timeout_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int arrived_ = 0;
-  uint64_t generation_ = 0;
-  std::vector<bool> rank_arrived_;
-  std::atomic<bool> aborted_{false};
-  std::string abort_reason_;
+  RankBarrier barrier_;  // the local ranks'
+  std::mutex mutex_;     // posted_, started_
   std::vector<void*> posted_;
   std::vector<int64_t> posted_bytes_;
   std::vector<Started> started_;               // local rank 0's sums since the last wait

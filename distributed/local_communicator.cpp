@@ -15,39 +15,11 @@ namespace lockstep {
 
 LocalCommunicator::LocalCommunicator(int ranks, std::chrono::milliseconds timeout)
     : ranks_(ranks),
-      timeout_(timeout),
-      rank_arrived_(ranks, false),
+      barrier_(ranks, timeout),
       buffers_(ranks, nullptr),
       counts_(ranks, 0),
       element_bytes_(ranks, 0),
       devices_(ranks, Device::cpu()) {
-  LS_CHECK(ranks >= 1, "a communicator needs at least one rank, got ", ranks);
-}
-
-void LocalCommunicator::arrive_and_wait(int rank, const char* where) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (aborted_) LS_CANCEL("collective ", where, " on rank ", rank, " cancelled: ", abort_reason_);
-  uint64_t generation = generation_;
-  rank_arrived_[rank] = true;
-  if (++arrived_ == ranks_) {
-    arrived_ = 0;
-    std::fill(rank_arrived_.begin(), rank_arrived_.end(), false);
-    ++generation_;
-    cv_.notify_all();
-    return;
-  }
-  bool done = cv_.wait_for(lock, timeout_, [&] { return aborted_ || generation_ != generation; });
-  if (aborted_) LS_CANCEL("collective ", where, " on rank ", rank, " cancelled: ", abort_reason_);
-  if (!done) {
-    std::string missing;
-    for (int r = 0; r < ranks_; ++r)
-      if (!rank_arrived_[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    aborted_ = true;
-    abort_reason_ = "collective " + std::string(where) + " hung: rank(s) " + missing + " did not arrive within " +
-                    std::to_string(timeout_.count()) + " ms";
-    cv_.notify_all();
-    LS_FAIL(abort_reason_);
-  }
 }
 
 void LocalCommunicator::all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) {
@@ -94,7 +66,7 @@ template <typename T> void LocalCommunicator::all_reduce_host(int rank, T* data,
     devices_[rank] = Device::cpu();
     host_result<T>(count);  // sized before the barrier, so nobody resizes it past there
   }
-  arrive_and_wait(rank, "all_reduce (post)");
+  barrier_.arrive_and_wait(rank, "all_reduce (post)");
   check_posted(rank, count, sizeof(T), Device::cpu());
   T* result = host_result<T>(count);
   // Each rank sums its share of the elements over all ranks, in rank order.
@@ -104,10 +76,10 @@ template <typename T> void LocalCommunicator::all_reduce_host(int rank, T* data,
     const T* src = static_cast<const T*>(buffers_[r]);
     for (int64_t i = begin; i < end; ++i) result[i] += src[i];
   }
-  arrive_and_wait(rank, "all_reduce (sum)");
+  barrier_.arrive_and_wait(rank, "all_reduce (sum)");
   std::memcpy(data, result, count * sizeof(T));
   // Nobody may post the next collective's buffers (or resize the result) before all have copied.
-  arrive_and_wait(rank, "all_reduce (copy)");
+  barrier_.arrive_and_wait(rank, "all_reduce (copy)");
 }
 
 template <typename T>
@@ -130,7 +102,7 @@ void LocalCommunicator::all_reduce_device(int rank, Context& ctx, T* data, int64
       device_result_ = Tensor::empty(Shape{result_floats}, ctx.device());
     }
   }
-  arrive_and_wait(rank, "all_reduce (post)");
+  barrier_.arrive_and_wait(rank, "all_reduce (post)");
   check_posted(rank, count, sizeof(T), ctx.device());
   cudaStream_t stream = ctx.cuda()->compute_stream;
   // The allocator hands out blocks aligned for any element type.
@@ -140,11 +112,11 @@ void LocalCommunicator::all_reduce_device(int rank, Context& ctx, T* data, int64
   int64_t begin = count * rank / ranks_, end = count * (rank + 1) / ranks_;
   cuda::sum_buffers(stream, sources.data(), ranks_, result, begin, end);
   ctx.synchronize();
-  arrive_and_wait(rank, "all_reduce (sum)");
+  barrier_.arrive_and_wait(rank, "all_reduce (sum)");
   cuda_copy_bytes_async(data, result, count * sizeof(T), stream);
   // The next collective may resize or overwrite the result: the copy must be done.
   ctx.synchronize();
-  arrive_and_wait(rank, "all_reduce (copy)");
+  barrier_.arrive_and_wait(rank, "all_reduce (copy)");
 #else
   (void)data;
   (void)count;
@@ -154,11 +126,6 @@ void LocalCommunicator::all_reduce_device(int rank, Context& ctx, T* data, int64
 
 void LocalCommunicator::wait(int, Context&) {}
 
-void LocalCommunicator::abort(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!aborted_) abort_reason_ = reason;
-  aborted_ = true;
-  cv_.notify_all();
-}
+void LocalCommunicator::abort(const std::string& reason) { barrier_.abort(reason); }
 
 }  // namespace lockstep

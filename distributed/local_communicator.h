@@ -11,12 +11,12 @@
 // and copies the result back on its stream, waiting at each step, so no rank
 // reads a buffer still being written. All ranks must share one GPU (NCCL
 // serves ranks on distinct GPUs).
-#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "distributed/communicator.h"
+#include "distributed/rank_barrier.h"
 
 namespace lockstep {
 
@@ -30,8 +30,6 @@ public:
   void abort(const std::string& reason) override;
 
 private:
-  // Blocks until every rank has arrived at this barrier or the communicator is aborted or times out.
-  void arrive_and_wait(int rank, const char* where);
   template <typename T> void all_reduce(int rank, Context& ctx, T* data, int64_t count);
   template <typename T> void all_reduce_host(int rank, T* data, int64_t count);
   template <typename T> void all_reduce_device(int rank, Context& ctx, T* data, int64_t count);
@@ -43,14 +41,8 @@ private:
   template <typename T> T* host_result(int64_t count);
 
   int ranks_;
-  std::chrono::milliseconds timeout_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int arrived_ = 0;
-  uint64_t generation_ = 0;
-  std::vector<bool> rank_arrived_;
-  bool aborted_ = false;
-  std::string abort_reason_;
+  RankBarrier barrier_;
+  std::mutex mutex_;  // what the ranks post before the first barrier of a call
   std::vector<void*> buffers_;
   std::vector<int64_t> counts_;
   std::vector<size_t> element_bytes_;

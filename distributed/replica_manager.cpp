@@ -44,16 +44,17 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
                                ReplicaOptions options)
     : options_(options) {
   LS_CHECK(!devices.empty(), "a replica manager needs at least one device");
-  comm_ = make_communicator(devices, options_.collective_timeout, options_.processes);
   if (processes() > 1) {
     options_.processes->set_timeout(options_.collective_timeout);
-    // The global split numbers replicas as p * size() + r: every process must have as many.
+    // The global split numbers replicas as p * size() + r: every process must
+    // have as many (checked before NCCL's init, which would wait forever).
     int64_t counts[2] = {static_cast<int64_t>(devices.size()), -static_cast<int64_t>(devices.size())};
     options_.processes->max(counts, 2);
     LS_CHECK(counts[0] == -counts[1], "process ", process_rank(), " has ", devices.size(),
              " replicas, but the processes have between ", -counts[1], " and ", counts[0],
              ": every process needs the same number (--replicas, --devices)");
   }
+  comm_ = make_communicator(devices, options_.collective_timeout, options_.processes);
   for (size_t r = 0; r < devices.size(); ++r) {
     auto replica = std::make_unique<Replica>();
     replica->rank = static_cast<int>(r);

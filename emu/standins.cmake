@@ -26,6 +26,13 @@ add_library(lockstep_emu_nccl STATIC
   ${_standins}/nccl/group.cpp
   ${_standins}/nccl/collectives.cpp)
 target_link_libraries(lockstep_emu_nccl PUBLIC lockstep_emu_cudart)
+# Communicators across processes travel over MPI where the build has it (nccl/span.h).
+if(LOCKSTEP_WITH_MPI)
+  target_sources(lockstep_emu_nccl PRIVATE ${_standins}/nccl/mpi/span_mpi.cpp)
+  target_link_libraries(lockstep_emu_nccl PUBLIC MPI::MPI_CXX)
+else()
+  target_sources(lockstep_emu_nccl PRIVATE ${_standins}/nccl/span_local.cpp)
+endif()
 
 foreach(_lib lockstep_emu_cudnn lockstep_emu_cublas lockstep_emu_nccl)
   # The root for "emu/..." and "kernels/..." includes.

@@ -1,19 +1,26 @@
 // lockstep eval: a checkpoint's loss, accuracy and per-class table on a data set.
+// Under an MPI launcher the evaluation is global: each process's replicas
+// compute the logits of their share of every batch (the training split),
+// the processes sum them, and the first process alone prints and plots.
 #include <cstdio>
 
 #include "commands.h"
 #include "confusion_plot.h"
 #include "data/loader.h"
 #include "training/checkpoint.h"
+#include "distributed/world.h"
 #include "base/error.h"
 #include "training/trainer.h"
 #include "layers/models.h"
 #include "progress.h"
 #include "setup.h"
+#include "world_errors.h"
 
 namespace lockstep::app {
 
-int run_eval(const EvalSettings& s) {
+namespace {
+
+int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   LoadedCheckpoint ck = read_checkpoint(s.checkpoint);
   const auto& extra = ck.info.extra;
   auto meta = [&](const char* key) { return extra.count(key) ? extra.at(key) : std::string(); };
@@ -45,7 +52,9 @@ int run_eval(const EvalSettings& s) {
   std::vector<Device> devices = resolve_devices(s.devices, 1, true);
   std::string spec = ck.info.model_spec;
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, 0); };
-  ReplicaManager replicas(factory, devices);
+  ReplicaOptions replica_options;
+  replica_options.processes = world;
+  ReplicaManager replicas(factory, devices, replica_options);
   LS_CHECK(loader->num_classes() == replicas.model(0).num_classes(), "the data at ", data_path, " has ",
            loader->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());
   LS_CHECK(loader->sample_shape() == replicas.model(0).input_shape(), "the data at ", data_path, " has samples of ",
@@ -54,6 +63,7 @@ int run_eval(const EvalSettings& s) {
   replicas.broadcast_from_first();
 
   Evaluation e = evaluate_model(replicas, *loader);
+  if (world && world->rank() != 0) return 0;
   std::printf("%s on %s: loss %.4f accuracy %.2f%% (%lld samples)\n", spec.c_str(), data_path.c_str(), e.loss,
               100.0 * e.accuracy, static_cast<long long>(e.count));
   ProgressReporter reporter(1, s.threads, "", false);
@@ -70,6 +80,13 @@ int run_eval(const EvalSettings& s) {
     std::printf("confusion matrix: %s\n", s.plot.c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int run_eval(const EvalSettings& s) {
+  std::shared_ptr<ProcessGroup> world = join_world();
+  return run_in_world(world, [&] { return eval(s, world); });
 }
 
 }  // namespace lockstep::app

@@ -25,6 +25,7 @@
 #include "preflight.h"
 #include "progress.h"
 #include "setup.h"
+#include "world_errors.h"
 
 namespace lockstep::app {
 
@@ -138,19 +139,7 @@ int finish_quietly(Trainer& trainer) { return run_with_signals(trainer) ? 0 : 13
 
 int run_train(TrainSettings s, const std::vector<std::string>& given) {
   std::shared_ptr<ProcessGroup> world = join_world();
-  if (!world) return train(std::move(s), given, world);
-  try {
-    return train(std::move(s), given, world);
-  } catch (const std::exception& e) {
-    // Every process reports its own error; then the launcher ends them all,
-    // since the others would wait for this one at their next collective.
-    std::fflush(stdout);
-    std::fprintf(stderr, "lockstep: error: process %d of %d on %s: %s\n", world->rank(), world->size(),
-                 world->host().c_str(), e.what());
-    std::fflush(stderr);
-    world->abort_all(1);
-  }
-  return 1;  // not reached: abort_all ends the process
+  return run_in_world(world, [&] { return train(std::move(s), given, world); });
 }
 
 namespace {

@@ -5,14 +5,18 @@
 
 namespace lockstep {
 
-NcclCommunicator::NcclCommunicator(const std::vector<Device>& devices, std::chrono::milliseconds timeout)
-    : comms_(devices.size()), timeout_(timeout) {
+NcclCommunicator::NcclCommunicator(const std::vector<Device>& devices, std::chrono::milliseconds timeout,
+                                   ProcessGroup* processes)
+    : comms_(devices.size()), global_size_(static_cast<int>(devices.size())), timeout_(timeout) {
   std::vector<int> ordinals;
   for (const Device& d : devices) {
     LS_CHECK(d.is_cuda(), "NCCL ranks are GPUs, got ", d.str());
     ordinals.push_back(d.index);
   }
-  LS_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(ordinals.size()), ordinals.data()));
+  if (processes && processes->size() > 1)
+    init_across_processes(ordinals, *processes);
+  else
+    LS_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(ordinals.size()), ordinals.data()));
   for (size_t r = 0; r < ordinals.size(); ++r) {
     ranks_.push_back(std::make_unique<Rank>());
     DeviceGuard guard(ordinals[r]);
@@ -21,6 +25,34 @@ NcclCommunicator::NcclCommunicator(const std::vector<Device>& devices, std::chro
     LS_CUDA_CHECK(cudaEventCreateWithFlags(&ranks_[r]->reduced, cudaEventDisableTiming));
   }
   watchdog_ = std::thread([this] { watchdog_loop(); });
+}
+
+void NcclCommunicator::init_across_processes(const std::vector<int>& ordinals, ProcessGroup& processes) {
+  // As nccl-tests and llm.c bootstrap NCCL over MPI: process 0 makes the id,
+  // a broadcast hands it to every process.
+  ncclUniqueId id{};
+  if (processes.rank() == 0) LS_NCCL_CHECK(ncclGetUniqueId(&id));
+  processes.broadcast(&id, sizeof id, 0);
+  const int local = static_cast<int>(ordinals.size());
+  global_size_ = local * processes.size();
+  // Each ncclCommInitRank waits for every rank of the communicator; one
+  // thread joining several must group them, or it waits on its own next call.
+  DeviceGuard guard(ordinals[0]);
+  ncclResult_t first = ncclGroupStart();
+  for (int i = 0; i < local && first == ncclSuccess; ++i) {
+    if (cudaSetDevice(ordinals[i]) != cudaSuccess) first = ncclUnhandledCudaError;
+    else first = ncclCommInitRank(&comms_[i], global_size_, id, processes.rank() * local + i);
+  }
+  const ncclResult_t end = ncclGroupEnd();  // always closes the group, even after a failed call
+  if (first == ncclSuccess) first = end;
+  LS_CHECK(first == ncclSuccess, "NCCL init of ", local, " GPU(s) as ranks ", processes.rank() * local, "..",
+           processes.rank() * local + local - 1, " of ", global_size_, " across ", processes.size(),
+           " processes failed: ", ncclGetErrorString(first));
+}
+
+void NcclCommunicator::check_local_rank(int rank) const {
+  LS_CHECK(rank >= 0 && rank < static_cast<int>(comms_.size()), "rank ", rank, " of the ", comms_.size(),
+           " NCCL ranks of this process");
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -59,7 +91,7 @@ void NcclCommunicator::all_reduce_sum(int rank, Context& ctx, double* data, int6
 }
 
 void NcclCommunicator::all_reduce(int rank, Context& ctx, void* data, int64_t count, ncclDataType_t type) {
-  LS_CHECK(rank >= 0 && rank < size(), "rank ", rank, " of an NCCL communicator of ", size());
+  check_local_rank(rank);
   CudaState& cuda = *ctx.cuda();
   Rank& r = *ranks_[rank];
   std::lock_guard<std::mutex> lock(r.call);
@@ -74,7 +106,7 @@ void NcclCommunicator::all_reduce(int rank, Context& ctx, void* data, int64_t co
 }
 
 void NcclCommunicator::wait(int rank, Context& ctx) {
-  LS_CHECK(rank >= 0 && rank < size(), "rank ", rank, " of an NCCL communicator of ", size());
+  check_local_rank(rank);
   CudaState& cuda = *ctx.cuda();
   Rank& r = *ranks_[rank];
   std::lock_guard<std::mutex> lock(r.call);

@@ -1,6 +1,10 @@
 #pragma once
 // NcclCommunicator: one NCCL rank per distinct GPU of this process, made
-// with ncclCommInitAll; each rank is driven by its replica's thread. A
+// with ncclCommInitAll; each rank is driven by its replica's thread. In a
+// multi-process run it is one communicator over every GPU of every process:
+// process p's GPU i is global rank p x (GPUs per process) + i, the ranks
+// joined with ncclCommInitRank under a unique id that process 0 makes and
+// the process group (MPI) carries to the others. A
 // collective is queued on the context's communication stream after an event
 // that marks the gradients' producer on the compute stream, so it overlaps
 // the rest of backward; wait() makes the compute stream wait for it in turn.
@@ -29,10 +33,14 @@ namespace lockstep {
 
 class NcclCommunicator final : public Communicator {
 public:
-  NcclCommunicator(const std::vector<Device>& devices, std::chrono::milliseconds timeout);
+  // `processes`: null for this process alone, else the group whose every
+  // process constructs its NcclCommunicator at the same point, each with as
+  // many GPUs. Ranks passed to the calls below are this process's (local).
+  NcclCommunicator(const std::vector<Device>& devices, std::chrono::milliseconds timeout,
+                   ProcessGroup* processes = nullptr);
   ~NcclCommunicator() override;
 
-  int size() const override { return static_cast<int>(comms_.size()); }
+  int size() const override { return global_size_; }  // every process's ranks
   void all_reduce_sum(int rank, Context& ctx, float* data, int64_t count) override;
   void all_reduce_sum(int rank, Context& ctx, double* data, int64_t count) override;
   void wait(int rank, Context& ctx) override;
@@ -48,6 +56,9 @@ private:
     std::chrono::steady_clock::time_point pending_since{};  // under `call`
     bool pending = false;             // under `call`: a collective queued and not yet seen complete
   };
+  // ncclCommInitRank for each of this process's GPUs, inside one group call.
+  void init_across_processes(const std::vector<int>& ordinals, ProcessGroup& processes);
+  void check_local_rank(int rank) const;
   void all_reduce(int rank, Context& ctx, void* data, int64_t count, ncclDataType_t type);
   // Throws Cancelled with the abort's reason; the caller holds the rank's lock and found it aborted.
   [[noreturn]] void cancel(int rank, const char* what) const;
@@ -55,7 +66,8 @@ private:
   std::string check_ranks();
   void watchdog_loop();
 
-  std::vector<ncclComm_t> comms_;
+  std::vector<ncclComm_t> comms_;  // this process's ranks
+  int global_size_ = 0;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::chrono::milliseconds timeout_;
   mutable std::mutex mutex_;  // abort_reason_, stopping_

@@ -38,14 +38,15 @@ uint16_t to_bf16(float f) {
   return uint16_t(bits >> 16);
 }
 
+// Reduces the ranks' buffers `sources` (in rank order) into `out`.
 template <typename T, typename Acc = T>
-void reduce(const std::vector<std::optional<Call>>& calls, ncclRedOp_t op, size_t count, unsigned char* out,
+void reduce(const std::vector<const void*>& sources, ncclRedOp_t op, size_t count, unsigned char* out,
             Acc (*load)(T) = nullptr, T (*store)(Acc) = nullptr) {
   auto get = [&](int r, size_t i) {
-    T v = static_cast<const T*>(calls[r]->send)[i];
+    T v = static_cast<const T*>(sources[size_t(r)])[i];
     return load ? load(v) : static_cast<Acc>(v);
   };
-  const int n = int(calls.size());
+  const int n = int(sources.size());
   T* result = reinterpret_cast<T*>(out);
   for (size_t i = 0; i < count; ++i) {
     Acc acc = get(0, i);  // rank order: every replica gets the same bits
@@ -87,7 +88,8 @@ std::string describe(const Call& c) {
   return s + ")";
 }
 
-Clique::Clique(uint64_t id, int nranks) : id_(id), nranks_(nranks), next_seq_(size_t(nranks), 0) {}
+Clique::Clique(uint64_t id, int nranks)
+    : id_(id), nranks_(nranks), local_ranks_count_(nranks), next_seq_(size_t(nranks), 0) {}
 
 bool Clique::aborted() const {
   std::lock_guard lock(m_);
@@ -99,6 +101,48 @@ bool Clique::saw_mismatch() const {
   return mismatch_;
 }
 
+namespace {
+
+void reduce_any(const Call& c, const std::vector<const void*>& sources, unsigned char* out) {
+  switch (c.type) {
+    case ncclInt8: reduce<int8_t, int>(sources, c.op, c.count, out); break;
+    case ncclUint8: reduce<uint8_t, unsigned>(sources, c.op, c.count, out); break;
+    case ncclInt32: reduce<int32_t>(sources, c.op, c.count, out); break;
+    case ncclUint32: reduce<uint32_t>(sources, c.op, c.count, out); break;
+    case ncclInt64: reduce<int64_t>(sources, c.op, c.count, out); break;
+    case ncclUint64: reduce<uint64_t>(sources, c.op, c.count, out); break;
+    case ncclFloat32: reduce<float>(sources, c.op, c.count, out); break;
+    case ncclFloat64: reduce<double>(sources, c.op, c.count, out); break;
+    case ncclBfloat16: reduce<uint16_t, float>(sources, c.op, c.count, out, from_bf16, to_bf16); break;
+    default: break;  // refused when the call was made
+  }
+}
+
+std::vector<int64_t> record_of(const Call& c) {
+  return {int64_t(c.kind), int64_t(c.count), int64_t(c.type), int64_t(c.op), int64_t(c.root)};
+}
+
+Call call_of(const std::vector<int64_t>& r) {
+  Call c;
+  c.kind = Kind(r[0]), c.count = size_t(r[1]), c.type = ncclDataType_t(r[2]), c.op = ncclRedOp_t(r[3]);
+  c.root = int(r[4]);
+  return c;
+}
+
+}  // namespace
+
+void Clique::span(std::unique_ptr<ProcessSpan> processes, std::vector<int> local_ranks) {
+  std::lock_guard lock(m_);
+  processes_ = std::move(processes);
+  local_ranks_ = std::move(local_ranks);
+  local_ranks_count_ = int(local_ranks_.size());
+}
+
+bool Clique::spans_processes() const {
+  std::lock_guard lock(m_);
+  return processes_ != nullptr;
+}
+
 void Clique::compute(Slot& s) {
   const Call& c = *s.calls[0];
   s.result.resize(c.count * type_size(c.type));
@@ -107,18 +151,42 @@ void Clique::compute(Slot& s) {
     std::memcpy(out, s.calls[size_t(c.root)]->send, s.result.size());
     return;
   }
-  switch (c.type) {
-    case ncclInt8: reduce<int8_t, int>(s.calls, c.op, c.count, out); break;
-    case ncclUint8: reduce<uint8_t, unsigned>(s.calls, c.op, c.count, out); break;
-    case ncclInt32: reduce<int32_t>(s.calls, c.op, c.count, out); break;
-    case ncclUint32: reduce<uint32_t>(s.calls, c.op, c.count, out); break;
-    case ncclInt64: reduce<int64_t>(s.calls, c.op, c.count, out); break;
-    case ncclUint64: reduce<uint64_t>(s.calls, c.op, c.count, out); break;
-    case ncclFloat32: reduce<float>(s.calls, c.op, c.count, out); break;
-    case ncclFloat64: reduce<double>(s.calls, c.op, c.count, out); break;
-    case ncclBfloat16: reduce<uint16_t, float>(s.calls, c.op, c.count, out, from_bf16, to_bf16); break;
-    default: break;  // refused when the call was made
+  std::vector<const void*> sources;
+  for (const auto& call : s.calls) sources.push_back(call->send);
+  reduce_any(c, sources, out);
+}
+
+bool Clique::compute_across(Slot& s, const Call& call, std::vector<unsigned char> block) {
+  // The ranks of one process agreed already; now the processes must.
+  auto aborted = [this] { return this->aborted(); };
+  const ProcessSpan::Agreement agreement = processes_->agree(record_of(call), aborted);
+  if (!agreement.completed) return false;
+  if (!agreement.same) {
+    std::fprintf(stderr,
+                 "lockstep emulated NCCL: a collective of communicator %llu differs between processes: this process "
+                 "calls %s, process %d calls %s; they stay blocked (as on GPUs) until ncclCommAbort\n",
+                 static_cast<unsigned long long>(id_), describe(call).c_str(), agreement.process,
+                 describe(call_of(agreement.theirs)).c_str());
+    return false;
   }
+  const size_t bytes = call.count * type_size(call.type);
+  s.result.resize(bytes);
+  if (call.kind == Kind::broadcast) {
+    // `block` holds the root's buffer where the root is local, nothing elsewhere.
+    if (!block.empty()) std::memcpy(s.result.data(), block.data(), bytes);
+    return processes_->broadcast(s.result.data(), bytes, call.root, aborted);
+  }
+  // MPI owns these from the start of the gather: left allocated if it is abandoned.
+  auto sent = std::make_unique<std::vector<unsigned char>>(std::move(block));
+  auto all = std::make_unique<std::vector<unsigned char>>(bytes * size_t(nranks_));
+  if (!processes_->gather(sent->data(), bytes, all->data(), aborted)) {
+    (void)sent.release();
+    return false;
+  }
+  std::vector<const void*> sources;
+  for (int r = 0; r < nranks_; ++r) sources.push_back(all->data() + size_t(r) * bytes);
+  reduce_any(call, sources, s.result.data());  // global rank order, the same bits in every process
+  return true;
 }
 
 bool Clique::run(int rank, const Call& call) {
@@ -141,16 +209,36 @@ bool Clique::run(int rank, const Call& call) {
         break;
       }
   cv_.notify_all();
-  if (s.arrived == nranks_ && !s.mismatch) {
+  if (s.arrived == local_ranks_count_ && !s.mismatch) {
     // The last to arrive reduces, reading every rank's send buffer while all
     // of them wait here.
     s.computing = true;
     ++moving_;
     lock.unlock();
-    compute(s);
-    lock.lock();
-    --moving_;
-    s.computed = true;
+    if (!processes_) {
+      compute(s);
+      lock.lock();
+      --moving_;
+      s.computed = true;
+    } else {
+      // Only the copy of the local send buffers counts as moving data: the
+      // MPI part may outlive an abort (span.h), the user's buffers not.
+      std::vector<unsigned char> block;
+      const size_t bytes = call.count * type_size(call.type);
+      for (int r : local_ranks_) {
+        const Call& mine = *s.calls[size_t(r)];
+        if (call.kind == Kind::broadcast && r != call.root) continue;
+        const auto* from = static_cast<const unsigned char*>(mine.send);
+        block.insert(block.end(), from, from + bytes);
+      }
+      lock.lock();
+      --moving_;
+      lock.unlock();
+      const bool done = compute_across(s, call, std::move(block));
+      lock.lock();
+      if (done) s.computed = true;
+      else if (!aborted_) s.mismatch = mismatch_ = true;
+    }
     cv_.notify_all();
   }
   cv_.wait(lock, [&] { return aborted_ || s.computed; });
@@ -162,7 +250,7 @@ bool Clique::run(int rank, const Call& call) {
   lock.lock();
   --moving_;
   cv_.notify_all();
-  if (++s.left == nranks_) slots_.erase(seq);
+  if (++s.left == local_ranks_count_) slots_.erase(seq);
   return true;
 }
 

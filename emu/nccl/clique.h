@@ -6,16 +6,23 @@
 // (kind, count, type, op, root) never proceed: they stay blocked, as NCCL's
 // kernels would spin, and one stderr line names the mismatch when it is seen.
 // abort() releases every blocked rank; released work touches no buffer.
+//
+// A clique whose ranks span processes (span.h) holds only this process's
+// ranks: the last of them to arrive gathers every rank's buffer over MPI and
+// reduces in global rank order, so the sums are the same bits everywhere.
 #include <nccl.h>
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "emu/nccl/span.h"
 
 namespace lockstep::emu::nccl {
 
@@ -39,6 +46,10 @@ public:
   Clique(uint64_t id, int nranks);
   uint64_t id() const { return id_; }
   int size() const { return nranks_; }
+  // Makes this a clique across processes, of which `local_ranks` (ascending)
+  // are here. Called once, when init completes, before any collective.
+  void span(std::unique_ptr<ProcessSpan> processes, std::vector<int> local_ranks);
+  bool spans_processes() const;
 
   // Runs `rank`'s next collective; false when the clique was aborted before
   // it completed (nothing was written then).
@@ -57,9 +68,16 @@ private:
     std::vector<unsigned char> result;
   };
   void compute(Slot& s);
+  // The spanning clique's part after the local buffers are copied into
+  // `block`: agreement and data over MPI. False when aborted or the processes
+  // called different collectives (then s.mismatch is set).
+  bool compute_across(Slot& s, const Call& call, std::vector<unsigned char> block);
 
   const uint64_t id_;
   const int nranks_;
+  int local_ranks_count_;                // nranks_ unless spanning
+  std::vector<int> local_ranks_;         // spanning only
+  std::shared_ptr<ProcessSpan> processes_;  // null unless spanning
   mutable std::mutex m_;
   std::condition_variable cv_;
   std::vector<uint64_t> next_seq_;

@@ -2,6 +2,7 @@
 // NCCL's argument checks do, plus device-pointer checks NCCL makes only with
 // NCCL_CHECK_POINTERS=1); the collective itself is queued on the stream and
 // meets the other ranks there (clique.h).
+#include <climits>
 #include <string>
 
 #include "emu/nccl/group.h"
@@ -35,6 +36,9 @@ ncclResult_t issue(const char* name, ncclComm_t comm, const Call& c, cudaStream_
                                             ", the communicator's rank to device " + std::to_string(device));
   if (c.count == 0) return ncclSuccess;  // nothing moves; not a collective to match
   const size_t bytes = c.count * type_size(c.type);
+  if (bytes > size_t(INT_MAX) && comm->clique->spans_processes())
+    return warn(ncclInvalidArgument, name, std::to_string(bytes) + " bytes per rank: the emulated NCCL carries at most " +
+                                               std::to_string(INT_MAX) + " across processes (one MPI element per rank)");
   const bool sends = c.kind == Kind::all_reduce || c.root == comm->rank;
   if (sends && !lockstep::emu::is_device_range(c.send, bytes, device))
     return warn(ncclInvalidArgument, name, "sendbuff is not " + std::to_string(bytes) + " bytes of device " +

@@ -1,7 +1,8 @@
 // Communicators of the emulated NCCL: unique ids, init (all ranks from one
 // call, or one rank per call meeting by unique id), destroy, abort, queries,
-// version and error strings. Ranks are threads of this process; each rank's
-// device is the one current at init.
+// version and error strings. Ranks are threads of this process, or of several
+// processes of an MPI job (span.h); each rank's device is the one current at
+// init.
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -14,7 +15,9 @@
 
 #include "emu/nccl/group.h"
 #include "emu/nccl/internal.h"
+#include "emu/nccl/span.h"
 #include "emu/runtime/emu_runtime.h"
+#include <unistd.h>
 
 namespace lockstep::emu::nccl {
 
@@ -31,19 +34,44 @@ constexpr char kMagic[8] = {'L', 'S', 'E', 'M', 'N', 'C', 'C', 'L'};
 
 // Ranks of one unique id gathering: shared, so a waiter outlives the entry.
 struct Rendezvous {
+  std::string key;
   std::shared_ptr<Clique> clique;
-  std::vector<int> devices;  // -1 until that rank joins
+  std::vector<int> devices;  // -1 until that rank joins (in this process)
   int joined = 0;
+  bool settling = false;  // a thread is finding the missing ranks in the other processes
+  bool settled = false;   // found (the clique spans processes), or not: `error`
+  std::string error;
 };
 std::mutex rendezvous_mutex;
 std::condition_variable rendezvous_cv;
-std::map<uint64_t, std::shared_ptr<Rendezvous>> rendezvous;
+// Keyed by the id's bytes after the magic: its number, and the process and
+// host that made it, so ids made by different processes never meet by accident.
+std::map<std::string, std::shared_ptr<Rendezvous>> rendezvous;
 
 bool valid_device(int d) { return d >= 0 && d < device_count(); }
 
 ncclResult_t wait_complete(const std::shared_ptr<Rendezvous>& r) {
   std::unique_lock lock(rendezvous_mutex);
-  rendezvous_cv.wait(lock, [&] { return r->joined == r->clique->size(); });
+  const int n = r->clique->size();
+  if (r->joined < n && !r->settling && mpi_world_size() > 1) {
+    // The ranks not here are in the other processes of the MPI job (span.h).
+    r->settling = true;
+    rendezvous.erase(r->key);
+    std::vector<int> local;
+    for (int rank = 0; rank < n; ++rank)
+      if (r->devices[size_t(rank)] != -1) local.push_back(rank);
+    lock.unlock();
+    std::string why;
+    std::unique_ptr<ProcessSpan> span = ProcessSpan::join(r->key, n, local, why);
+    const bool spans = span != nullptr;
+    if (spans) r->clique->span(std::move(span), local);
+    lock.lock();
+    r->settled = true;
+    if (!spans) r->error = why;
+    rendezvous_cv.notify_all();
+  }
+  rendezvous_cv.wait(lock, [&] { return r->joined == n || r->settled; });
+  if (!r->error.empty()) return warn(ncclInvalidUsage, "ncclCommInitRank", "across processes: " + r->error);
   return ncclSuccess;
 }
 
@@ -103,6 +131,10 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   std::memcpy(id->internal, kMagic, sizeof(kMagic));
   const uint64_t n = next_clique_id.fetch_add(1);
   std::memcpy(id->internal + 8, &n, sizeof(n));
+  // The maker, as NCCL's id holds its root's address: ids from two processes differ.
+  const int64_t pid = getpid();
+  std::memcpy(id->internal + 16, &pid, sizeof(pid));
+  gethostname(id->internal + 24, sizeof(id->internal) - 25);
   return ncclSuccess;
 }
 
@@ -118,15 +150,17 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
     return warn(ncclInvalidArgument, call, "the unique id does not come from ncclGetUniqueId");
   const int device = current_device();
   if (!valid_device(device)) return warn(ncclInvalidUsage, call, "no valid current device");
-  uint64_t key = 0;
-  std::memcpy(&key, id.internal + 8, sizeof(key));
+  uint64_t number = 0;
+  std::memcpy(&number, id.internal + 8, sizeof(number));
+  const std::string key(id.internal + 8, sizeof(id.internal) - 8);
   std::shared_ptr<Rendezvous> r;
   {
     std::lock_guard lock(rendezvous_mutex);
     auto& slot = rendezvous[key];
     if (!slot) {
       slot = std::make_shared<Rendezvous>();
-      slot->clique = std::make_shared<Clique>(key, nranks);
+      slot->key = key;
+      slot->clique = std::make_shared<Clique>(number, nranks);
       slot->devices.assign(size_t(nranks), -1);
     }
     r = slot;

@@ -51,6 +51,31 @@ def run(args, cwd, timeout=600):
     return subprocess.run([BIN] + args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env())
 
 
+def write_idx_dataset(folder, train=24, test=20, side=12, classes=10, seed=5):
+    """A small IDX data set (train-* and t10k-* files) of side x side images: `lockstep eval` reads a whole
+    test set, which Fashion-MNIST's 10,000 images would make slow. Each class is a bright square at its own
+    place over noise, so a model can tell them apart."""
+    import random
+    rng = random.Random(seed)
+    os.makedirs(folder, exist_ok=True)
+    for prefix, count in (("train", train), ("t10k", test)):
+        labels = [i % classes for i in range(count)]
+        rng.shuffle(labels)
+        pixels = bytearray()
+        for label in labels:
+            image = [rng.randrange(0, 96) for _ in range(side * side)]
+            row, col = divmod(label * 7 % (side * side // 16), side // 4)
+            for y in range(row * 4 % side, row * 4 % side + 3):
+                for x in range(col * 4, col * 4 + 3):
+                    image[(y % side) * side + x % side] = 255
+            pixels += bytes(image)
+        with open(os.path.join(folder, prefix + "-images-idx3-ubyte"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, count, side, side) + bytes(pixels))
+        with open(os.path.join(folder, prefix + "-labels-idx1-ubyte"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, count) + bytes(labels))
+    return folder
+
+
 def read_tensors(path):
     """{name: list of floats} of a safetensors file of F32 tensors."""
     with open(path, "rb") as f:
@@ -78,6 +103,19 @@ def test_line(stdout):
     """(loss, accuracy) of the last epoch's test evaluation."""
     found = re.findall(r"test loss ([0-9.]+) acc ([0-9.]+)%", stdout)
     return tuple(float(x) for x in found[-1]) if found else None
+
+
+def assert_same_evaluation(test, multi_out, single_out, samples):
+    """`lockstep eval` under mpirun printed once (the first process) what one process prints."""
+    line = r"loss ([0-9.]+) accuracy ([0-9.]+)% \((\d+) samples\)"
+    got, want = re.findall(line, multi_out), re.findall(line, single_out)
+    test.assertEqual(len(got), 1, multi_out)
+    test.assertEqual(len(want), 1, single_out)
+    test.assertEqual(int(got[0][2]), samples)
+    test.assertAlmostEqual(float(got[0][0]), float(want[0][0]), delta=2e-4)
+    test.assertEqual(got[0][1:], want[0][1:])
+    # The per-class table too, once.
+    test.assertEqual(multi_out.count("class"), single_out.count("class"), multi_out)
 
 
 class Compare:
@@ -240,6 +278,18 @@ class Mpi(Compare, unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(sorted(os.listdir(self.tmp)), ["ck.png", "ck.safetensors", "m.jsonl"])
         self.assertEqual(len(step_losses(self.path("m.jsonl"))), 2)
+
+    def test_eval_on_2_processes_matches_1_process(self):
+        data = write_idx_dataset(self.path("data"))
+        ck = self.path("ck.safetensors")
+        t = run(["train", "--data", data, "--devices", "cpu", "--model", "resnet20", "--batch", "12", "--epochs", "1",
+                 "--seed", "11", "--threads", "1", "--checkpoint", ck], self.tmp)
+        self.assertEqual(t.returncode, 0, t.stdout + t.stderr)
+        args = ["eval", "--checkpoint", ck, "--devices", "cpu", "--batch", "7"]
+        r, s = mpirun(2, args, self.tmp), run(args, self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
+        assert_same_evaluation(self, r.stdout, s.stdout, 20)
 
     def test_lockstep_info_says_the_world(self):
         r = mpirun(2, ["info"], self.tmp)

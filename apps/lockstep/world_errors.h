@@ -1,0 +1,15 @@
+#pragma once
+// A command under an MPI launcher: every process reports its own error
+// ("lockstep: error: process R of P on HOST: ..."), then ends the whole job,
+// since the others would wait for it at their next collective. Without a
+// world (null) the body runs as is and errors reach main().
+#include <functional>
+#include <memory>
+
+#include "distributed/process_group.h"
+
+namespace lockstep::app {
+
+int run_in_world(const std::shared_ptr<ProcessGroup>& world, const std::function<int()>& body);
+
+}  // namespace lockstep::app

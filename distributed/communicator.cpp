@@ -28,7 +28,7 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devic
              "rank per GPU): process ", processes->rank(), " has ", devices.size(), " replicas on ", gpus.size(),
              " GPU(s)");
 #if LOCKSTEP_WITH_CUDA
-    return std::make_unique<NcclCommunicator>(devices, timeout, processes.get());
+    return make_nccl_communicator(devices, timeout, processes.get());
 #else
     LS_FAIL("process ", processes->rank(), " has replicas on GPUs, but this build has no CUDA backend");
 #endif

@@ -51,11 +51,12 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devic
                                                 std::shared_ptr<ProcessGroup> processes = nullptr);
 
 #if LOCKSTEP_WITH_CUDA
-// One NCCL rank per GPU of `devices` (all distinct): the NcclCommunicator,
-// made in distributed/cuda/nccl_communicator.cpp, so make_communicator needs
-// no CUDA header.
+// One NCCL rank per GPU of `devices` (all distinct), over every process of
+// `processes` when it is given: the NcclCommunicator, made in
+// distributed/cuda/nccl_communicator.cpp, so make_communicator needs no CUDA header.
 std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>& devices,
-                                                     std::chrono::milliseconds timeout);
+                                                     std::chrono::milliseconds timeout,
+                                                     ProcessGroup* processes = nullptr);
 #endif
 
 }  // namespace lockstep

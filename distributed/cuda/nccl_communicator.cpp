@@ -171,8 +171,8 @@ void NcclCommunicator::watchdog_loop() {
 }
 
 std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>& devices,
-                                                     std::chrono::milliseconds timeout) {
-  return std::make_unique<NcclCommunicator>(devices, timeout);
+                                                     std::chrono::milliseconds timeout, ProcessGroup* processes) {
+  return std::make_unique<NcclCommunicator>(devices, timeout, processes);
 }
 
 }  // namespace lockstep

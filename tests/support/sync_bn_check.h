@@ -14,9 +14,15 @@ struct SyncBnDifference {
   double statistics = 0.0;
 };
 
-// `many` runs the N replicas, `one` the single one; `sync` sets
-// ContextOptions::sync_batch_norm on the N replicas.
+// The learning rate the --sync-bn tests train at: a real one (the models
+// learning test trains resnets at it), below the edge where this small
+// resnet20 setup turns one-ulp differences into 1e-4 (see the .cpp).
+inline constexpr float kSyncBnLearningRate = 0.005f;
+
+// `many` runs the N replicas, `one` the single one (on one compute thread);
+// `sync` sets ContextOptions::sync_batch_norm on both; `many_threads` is the
+// CPU compute pool's thread count while the N replicas step.
 SyncBnDifference sync_bn_difference(const std::vector<Device>& many, Device one, bool sync, int steps,
-                                    float lr = 0.1f);
+                                    float lr = kSyncBnLearningRate, int many_threads = 1);
 
 }  // namespace lockstep::testing

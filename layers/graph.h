@@ -45,6 +45,12 @@ public:
 
   size_t node_count() const { return nodes_.size(); }
   Layer& layer(size_t i) { return *nodes_[i].layer; }
+  // The graph as built, for code that inspects it (layers/step_cost.h): node
+  // i's layer, name, per-sample output shape and inputs (node indices, -1 the data).
+  const Layer& layer(size_t i) const { return *nodes_[i].layer; }
+  const std::string& node_name(size_t i) const { return nodes_[i].name; }
+  const Shape& node_output_shape(size_t i) const { return nodes_[i].out_shape; }
+  const std::vector<int>& node_inputs(size_t i) const { return nodes_[i].inputs; }
 
 private:
   struct Node {

@@ -24,12 +24,10 @@ int64_t check_images(const char* op, Context& ctx, const Tensor& x) {
   return x.dim(1);
 }
 
-}  // namespace
-
-void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
-                             Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
-                             Tensor& saved_inv_std) {
-  const char* op = "batchnorm_forward_train";
+// The training forward, plain or with the ReLU fused into its normalising pass.
+void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                   float eps, Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
+                   Tensor& saved_inv_std) {
   const int64_t c = check_images(op, ctx, x);
   check_shape_and_device(op, ctx, "output", y, x.shape());
   check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
@@ -45,15 +43,71 @@ void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma,
         cpu::batchnorm_batch_stats(x.data(), n, c, spatial, eps, saved_mean.data(), batch_var.data(),
                                    saved_inv_std.data());
         std::copy_n(saved_mean.data(), c, batch_mean.data());
-        cpu::batchnorm_normalize(x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-                                 beta.data(), y.data());
+        (relu ? cpu::batchnorm_relu_normalize : cpu::batchnorm_normalize)(
+            x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(), y.data());
       },
       LS_CUDA_TWIN(gpu, {
         void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-        cuda::batchnorm_forward_train(gpu.compute_stream, x.data(), n, c, spatial, eps, gamma.data(), beta.data(),
-                                      y.data(), batch_mean.data(), batch_var.data(), saved_mean.data(),
-                                      saved_inv_std.data(), scratch);
+        cuda::batchnorm_statistics(gpu.compute_stream, x.data(), n, c, spatial, eps, batch_mean.data(),
+                                   batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch);
+        (relu ? cuda::batchnorm_relu_normalize : cuda::batchnorm_normalize)(
+            gpu.compute_stream, x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+            beta.data(), y.data());
       }));
+}
+
+// The backward, plain (y null) or through the fused ReLU's output y.
+void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, const Tensor& dy, const Tensor& gamma,
+              const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta, Tensor* dx,
+              bool accumulate) {
+  const int64_t c = check_images(op, ctx, x);
+  check_shape_and_device(op, ctx, "output gradient", dy, x.shape());
+  if (y) check_shape_and_device(op, ctx, "output", *y, x.shape());
+  if (dx) check_shape_and_device(op, ctx, "input gradient", *dx, x.shape());
+  check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
+  check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
+  check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
+  check_shape_and_device(op, ctx, "gamma gradient", dgamma, Shape{c});
+  check_shape_and_device(op, ctx, "beta gradient", dbeta, Shape{c});
+  const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
+  float* input_grad = dx ? dx->data() : nullptr;
+  dispatch(op, ctx,
+           [&] {
+             if (y)
+               cpu::batchnorm_relu_backward(x.data(), y->data(), dy.data(), n, c, spatial, saved_mean.data(),
+                                            saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(),
+                                            input_grad, accumulate);
+             else
+               cpu::batchnorm_backward(x.data(), dy.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(),
+                                       gamma.data(), dgamma.data(), dbeta.data(), input_grad, accumulate);
+           },
+           LS_CUDA_TWIN(gpu, {
+             void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
+             if (y)
+               cuda::batchnorm_relu_backward(gpu.compute_stream, x.data(), y->data(), dy.data(), n, c, spatial,
+                                             saved_mean.data(), saved_inv_std.data(), gamma.data(), dgamma.data(),
+                                             dbeta.data(), input_grad, accumulate, scratch);
+             else
+               cuda::batchnorm_backward(gpu.compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
+                                        saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(), input_grad,
+                                        accumulate, scratch);
+           }));
+}
+
+}  // namespace
+
+void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                             Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
+                             Tensor& saved_inv_std) {
+  forward_train("batchnorm_forward_train", false, ctx, x, gamma, beta, eps, y, batch_mean, batch_var, saved_mean,
+                saved_inv_std);
+}
+
+void batchnorm_relu_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                  Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
+                                  Tensor& saved_inv_std) {
+  forward_train("batchnorm_relu_forward_train", true, ctx, x, gamma, beta, eps, y, batch_mean, batch_var, saved_mean,
+                saved_inv_std);
 }
 
 void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -80,28 +134,15 @@ void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, 
 void batchnorm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                         const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta,
                         Tensor* dx, bool accumulate) {
-  const char* op = "batchnorm_backward";
-  const int64_t c = check_images(op, ctx, x);
-  check_shape_and_device(op, ctx, "output gradient", dy, x.shape());
-  if (dx) check_shape_and_device(op, ctx, "input gradient", *dx, x.shape());
-  check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
-  check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
-  check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
-  check_shape_and_device(op, ctx, "gamma gradient", dgamma, Shape{c});
-  check_shape_and_device(op, ctx, "beta gradient", dbeta, Shape{c});
-  const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
-  float* input_grad = dx ? dx->data() : nullptr;
-  dispatch(op, ctx,
-           [&] {
-             cpu::batchnorm_backward(x.data(), dy.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(),
-                                     gamma.data(), dgamma.data(), dbeta.data(), input_grad, accumulate);
-           },
-           LS_CUDA_TWIN(gpu, {
-             void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-             cuda::batchnorm_backward(gpu.compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
-                                      saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(), input_grad,
-                                      accumulate, scratch);
-           }));
+  backward("batchnorm_backward", ctx, x, nullptr, dy, gamma, saved_mean, saved_inv_std, dgamma, dbeta, dx,
+           accumulate);
+}
+
+void batchnorm_relu_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                             const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta,
+                             Tensor* dx, bool accumulate) {
+  backward("batchnorm_relu_backward", ctx, x, &y, dy, gamma, saved_mean, saved_inv_std, dgamma, dbeta, dx,
+           accumulate);
 }
 
 void batchnorm_update_running(Context& ctx, BatchNormState& s, const Tensor& mean, const Tensor& biased_var,

@@ -34,6 +34,18 @@ void batchnorm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const T
                         const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta,
                         Tensor* dx, bool accumulate);
 
+// Batch norm + ReLU fused (kernels/cpu/batchnorm_cpu.h): the training
+// forward above with y = max(bn(x), 0) written in its one normalising pass,
+// and the backward of both from that y (the ReLU's mask), arguments as
+// batchnorm_backward's. Equal bit for bit to batchnorm_forward_train then
+// relu_forward, and relu_backward then batchnorm_backward.
+void batchnorm_relu_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                  Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
+                                  Tensor& saved_inv_std);
+void batchnorm_relu_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                             const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta,
+                             Tensor* dx, bool accumulate);
+
 // running = (1 - s.momentum) * running + s.momentum * value, for the mean and
 // for the UNBIASED variance biased_var * M/(M-1), M = values_per_channel (the
 // values behind the statistics over all replicas, B*H*W). With M <= 1 the

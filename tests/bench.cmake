@@ -15,7 +15,7 @@ if(NOT LOCKSTEP_GNUPLOT)
 endif()
 
 set(_bench_smoke_dir ${CMAKE_CURRENT_BINARY_DIR}/bench_smoke)
-foreach(_suite scaling projection batch-sweep envs allreduce kernels peers)
+foreach(_suite scaling projection batch-sweep envs allreduce kernels peers roofline)
   add_test(NAME bench.${_suite}
            COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/bench/suite/smoke_check.py
                    $<TARGET_FILE:lockstep_bench> ${_suite} ${_bench_smoke_dir} ${_bench_png_flag})

@@ -9,6 +9,14 @@ that against our builders, so the benchmark compares the same network.
 
   pytorch_train.py --model resnet20 --batch 64 --steps 10 --device cpu --threads 2
   pytorch_train.py --model resnet18 --batch 256 --device cuda --channels-last --amp
+  pytorch_train.py --model resnet18 --batch 512 --device cuda --precision bf16 --compile
+
+--precision names the math as lockstep-bench peers asks for it: fp32 (no
+TF32 anywhere), tf32 (PyTorch's defaults: cuDNN convolutions may use TF32,
+matmuls as torch.backends.cuda.matmul.allow_tf32 says), bf16 (AMP:
+autocast to bfloat16, no loss scaling, channels_last). --compile runs the
+model through torch.compile; a torch without it (1.13) prints
+{"error": ..., "unavailable": true} and exits with 3.
 
 A step is forward + cross-entropy + backward + SGD-momentum update (weight
 decay on conv/linear weights only, as lockstep does), timed from before the
@@ -16,6 +24,7 @@ forward to after the update, with the device synchronised at both ends.
 """
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -222,10 +231,28 @@ def main(argv):
     p.add_argument("--amp", action="store_true", help="autocast: float16 with loss scaling on cuda, bfloat16 on cpu")
     p.add_argument("--tf32", default="default", choices=["default", "on", "off"],
                    help="TF32 math in cuDNN and cuBLAS on cuda (default: PyTorch's own defaults)")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16"],
+                   help="fp32, tf32 (PyTorch's defaults) or bf16 (AMP bfloat16 + channels_last); "
+                        "instead of --tf32/--amp")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (torch 2.0 and later)")
     p.add_argument("--no-dropout", action="store_true")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    amp_dtype = None  # autocast's type, None: no autocast
+    if args.precision is not None:
+        if args.amp or args.tf32 != "default":
+            p.error("--precision replaces --amp and --tf32: give one or the other")
+        args.tf32 = {"fp32": "off", "tf32": "default", "bf16": "default"}[args.precision]
+        if args.precision == "bf16":
+            amp_dtype = torch.bfloat16
+            args.channels_last = True
+    elif args.amp:
+        amp_dtype = torch.float16 if args.device == "cuda" else torch.bfloat16
+    if args.compile and not hasattr(torch, "compile"):
+        print(json.dumps({"error": "torch.compile is not in torch %s (it came with 2.0)" % torch.__version__,
+                          "unavailable": True}))
+        return 3
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -241,20 +268,25 @@ def main(argv):
     model = model.to(memory_format=memory_format)
     model.train()
     opt = make_optimizer(model, args.lr, 0.9, 5e-4)
+    # The optimizer holds the parameters themselves; the compiled module shares them.
+    run_model = torch.compile(model) if args.compile else model
 
     # Synthetic data: a fixed random batch, already on the device (the step alone is timed).
     images = torch.randn(args.batch, *args.input, device=device).to(memory_format=memory_format)
     labels = torch.randint(0, args.classes, (args.batch,), device=device)
-    amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
-    scaler = torch.cuda.amp.GradScaler(enabled=args.amp and device.type == "cuda")
+    # Loss scaling only for float16: bfloat16 has float32's exponent range.
+    scaler = torch.cuda.amp.GradScaler(enabled=amp_dtype == torch.float16 and device.type == "cuda")
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
     def step():
-        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=args.amp):
-            loss = F.cross_entropy(model(images), labels)
+        # No autocast context at all without AMP: CPU autocast refuses any dtype but bfloat16, even disabled.
+        autocast = (torch.autocast(device_type=device.type, dtype=amp_dtype) if amp_dtype is not None
+                    else contextlib.nullcontext())
+        with autocast:
+            loss = F.cross_entropy(run_model(images), labels)
         opt.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(opt)
@@ -283,8 +315,13 @@ def main(argv):
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "threads": torch.get_num_threads(),
         "channels_last": args.channels_last,
-        "amp": args.amp,
+        "amp": amp_dtype is not None,
+        "autocast_dtype": str(amp_dtype).replace("torch.", "") if amp_dtype is not None else None,
+        "precision": args.precision,
         "tf32": args.tf32,
+        "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+        "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "compiled": args.compile,
         "parameters": sum(p.numel() for p in model.parameters()),
         "warmup": args.warmup,
         "steps": args.steps,

@@ -29,6 +29,7 @@ suites:
   allreduce   all-reduce algbw/busbw over message sizes (nccl-tests definitions)
   kernels     fused SGD-momentum update against unfused passes and memcpy bandwidth
   peers       images/s against PyTorch on the same model, batch and synthetic data
+  roofline    the least time a training step can take on a GPU, from its published peaks (a bound)
 
 options (every suite; a suite notes the ones it has no use for):
   --devices all|cpu|LIST  all GPUs (the CPU when there is none), the CPU, or e.g. 0,1 / cuda:0 / cpu
@@ -50,6 +51,9 @@ options (some suites):
   --max-bytes N           allreduce: largest message (default 1 GB, quick 16 MB)
   --python PATH --peer-script PATH   peers: interpreter with torch (/usr/bin/python3), peer script
   --tf32                  scaling, projection, peers on GPUs: TF32 math on both sides (default strict FP32)
+  --precision fp32|tf32|bf16   peers, scaling, roofline: tf32 is --tf32; bf16 (mixed precision) runs the
+                          PyTorch peer with AMP bf16 and channels_last; lockstep has no bf16 mode yet
+  --gpu KEY               roofline: h100, h200, a100 (and h100-pcie, h100-nvl, h200-nvl, a100-pcie, a100-40gb)
 )";
 }
 
@@ -96,6 +100,8 @@ Options parse_options(int argc, char** argv, int first) {
     else if (a == "--python") o.python = value();
     else if (a == "--peer-script") o.peer_script = value();
     else if (a == "--tf32") o.tf32 = true;
+    else if (a == "--precision") o.precision = value();
+    else if (a == "--gpu") o.gpu = value();
     else if (a == "--replica-devices") o.replica_devices = value();
     else if (a == "--loader-threads") o.loader_threads = static_cast<int>(parse_int(a, value()));
     else return false;
@@ -115,8 +121,16 @@ Options parse_options(int argc, char** argv, int first) {
              ": expected one of ", known);
   }
   if (!o.input.empty()) parse_shape(o.input);
+  if (!o.precision.empty()) {
+    LS_CHECK(o.precision == "fp32" || o.precision == "tf32" || o.precision == "bf16", "--precision ", o.precision,
+             ": expected fp32, tf32 or bf16");
+    LS_CHECK(!o.tf32 || o.precision == "tf32", "--tf32 contradicts --precision ", o.precision);
+    o.tf32 = o.precision == "tf32";
+  }
   return o;
 }
+
+std::string precision(const Options& o) { return !o.precision.empty() ? o.precision : o.tf32 ? "tf32" : "fp32"; }
 
 bool any_gpu(const std::vector<Device>& devices) {
   return std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cuda(); });

@@ -45,12 +45,16 @@ struct Options {
   std::string python = "/usr/bin/python3";
   std::string peer_script;
   bool tf32 = false;             // peers and scaling on GPUs: TF32 math on both sides
+  std::string precision;         // fp32 | tf32 | bf16; empty: tf32 with --tf32, else fp32 (precision())
+  std::string gpu;               // roofline: the GPU of gpu_peaks.cpp's table (default h100)
   // Internal (the child processes that measure one configuration):
   std::string replica_devices;   // one entry per replica, e.g. cpu,cpu
   int loader_threads = 2;
 };
 
 Options parse_options(int argc, char** argv, int first);
+// --precision as given, or what --tf32 (or its absence) means.
+std::string precision(const Options& o);
 void print_usage();
 
 // --devices is read by resolve_devices and --replica-devices by

@@ -3,11 +3,16 @@
 // the same run, reported as our images/s over PyTorch's. The two networks are
 // checked to be the same by their parameter counts, which the peer reports.
 // On a GPU PyTorch runs with cuDNN benchmark mode, with and without
-// channels_last; on the CPU both sides get the same number of threads.
+// channels_last (bf16: AMP and channels_last), then through torch.compile
+// where the installed torch has it; on the CPU both sides get the same
+// number of threads. --precision bf16 has no lockstep row: lockstep has no
+// bf16 mode yet, and its fp32 step is not put in that row's place. On a GPU
+// every measured step is also given over the roofline bound (gpu_peaks.h).
 #include <cmath>
 #include <cstdio>
 
 #include "child.h"
+#include "gpu_peaks.h"
 #include "base/error.h"
 #include "plot.h"
 #include "suites.h"
@@ -30,6 +35,8 @@ SuiteResult run_peers(const Options& given) {
   if (o.warmup < 0) o.warmup = gpu ? 10 : (o.quick ? 2 : 3);
   if (o.peer_script.empty()) o.peer_script = LOCKSTEP_SOURCE_DIR "/bench/peers/pytorch_train.py";
   const int threads = cpu_threads(o);
+  const std::string prec = precision(o);
+  const bool bf16 = prec == "bf16";
 
   SuiteResult result;
   result.title = fmt("peers: %s, batch %lld of synthetic %s images, %d timed steps after %d warm-up (median), "
@@ -38,8 +45,22 @@ SuiteResult run_peers(const Options& given) {
   result.settings = {{"model", o.model},         {"input", o.input},   {"classes", o.classes},
                      {"batch", o.batch},         {"steps", o.steps},   {"warmup", o.warmup},
                      {"threads", threads},       {"python", o.python}, {"peer_script", o.peer_script},
-                     {"devices", device_list(targets)}, {"tf32", o.tf32}, {"quick", o.quick}};
-  result.table = Table({"device", "engine", "settings", "parameters", "step ms", "images/s", "lockstep / PyTorch"});
+                     {"devices", device_list(targets)}, {"tf32", o.tf32}, {"precision", prec},
+                     {"quick", o.quick}};
+  result.table = Table({"device", "engine", "settings", "parameters", "step ms", "images/s", "lockstep / PyTorch",
+                        "step / bound"});
+  // Measured step time over the roofline bound of this model and batch on
+  // this GPU (a bound from published peaks); not applicable on the CPU.
+  auto over_bound = [&](const Device& device, double step_seconds, json& row) -> std::string {
+    if (device.is_cpu()) return "n/a (CPU)";
+    const json bound = bound_for_device(o.model, o.input, o.classes, o.batch, prec,
+                                        cuda_devices().at(static_cast<size_t>(device.index)).name);
+    row["roofline"] = bound;
+    if (bound.contains("not_applicable")) return "n/a";
+    const double ratio = step_seconds / bound["bound_seconds"].get<double>();
+    row["step_over_bound"] = ratio;
+    return fmt("%.2fx", ratio);
+  };
 
   // Whether the interpreter can run the peer at all, so that a missing torch
   // reads as such rather than as a failed run.
@@ -52,70 +73,109 @@ SuiteResult run_peers(const Options& given) {
   std::vector<std::string> labels;
   Series bars{"images/s", {}, {}};
   for (const Device& device : targets) {
-    std::fprintf(stderr, "peers: lockstep on %s ...\n", device.str().c_str());
-    Options ours_options = o;
-    ours_options.threads = threads;
-    json ours = run_child("_steps", step_flags(ours_options, {device}, o.batch));
-    const std::string ours_settings =
-        device.is_cpu() ? fmt("%d OpenBLAS threads", threads) : (o.tf32 ? "NCHW, TF32 allowed" : "NCHW, FP32");
-    if (failed(ours)) {
-      result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"error", ours["error"]}});
-      result.table.add({device.str(), "lockstep", ours_settings, "", "failed: " + ours["error"].get<std::string>().substr(0, 100)});
-      continue;
+    const std::string ours_settings = device.is_cpu()
+                                          ? fmt("%d OpenBLAS threads, fp32", threads)
+                                          : (prec == "tf32" ? "NCHW, TF32 allowed" : "NCHW, FP32");
+    double ours_ips = NAN;
+    int64_t ours_params = -1;
+    if (bf16) {
+      // Not measured: lockstep's fp32 step is not what was asked for.
+      const std::string why = "not implemented: lockstep has no bf16 mode yet (issue 14, item 1); no row is "
+                              "measured in its place";
+      result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"precision", prec},
+                             {"not_implemented", why}});
+      result.table.add({device.str(), "lockstep", "bf16", "", "", why, "", ""});
+    } else {
+      std::fprintf(stderr, "peers: lockstep on %s ...\n", device.str().c_str());
+      Options ours_options = o;
+      ours_options.threads = threads;
+      json ours = run_child("_steps", step_flags(ours_options, {device}, o.batch));
+      if (failed(ours)) {
+        result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"error", ours["error"]}});
+        result.table.add({device.str(), "lockstep", ours_settings, "", "",
+                          "failed: " + ours["error"].get<std::string>().substr(0, 100), "", ""});
+        continue;
+      }
+      ours_ips = ours["images_per_second"].get<double>();
+      ours_params = ours["parameters"].get<int64_t>();
+      json row{{"device", device.str()}, {"engine", "lockstep"}, {"settings", ours_settings}, {"precision", prec},
+               {"images_per_second", ours_ips}, {"measurement", ours}};
+      const std::string vs_bound = over_bound(device, ours["step_seconds_median"].get<double>(), row);
+      result.rows.push_back(row);
+      result.table.add({device.str(), "lockstep", ours_settings, std::to_string(ours_params),
+                        ms_text(ours["step_seconds_median"].get<double>()), fmt("%.1f", ours_ips), "", vs_bound});
+      labels.push_back(device.str() + " lockstep");
+      bars.y.push_back(ours_ips);
     }
-    const double ours_ips = ours["images_per_second"].get<double>();
-    const int64_t ours_params = ours["parameters"].get<int64_t>();
-    result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"settings", ours_settings},
-                           {"images_per_second", ours_ips}, {"measurement", ours}});
-    result.table.add({device.str(), "lockstep", ours_settings, std::to_string(ours_params),
-                      ms_text(ours["step_seconds_median"].get<double>()), fmt("%.1f", ours_ips), ""});
-    labels.push_back(device.str() + " lockstep");
-    bars.y.push_back(ours_ips);
 
-    // PyTorch: once on the CPU; on a GPU without and with channels_last.
-    std::vector<bool> layouts = device.is_cpu() ? std::vector<bool>{false} : std::vector<bool>{false, true};
-    for (bool channels_last : have_torch ? layouts : std::vector<bool>{}) {
+    // PyTorch: eager once on the CPU; on a GPU without and with channels_last
+    // (bf16: AMP with channels_last only), then compiled where torch has
+    // torch.compile (on a GPU: compiling takes minutes on a CPU).
+    struct PeerRun {
+      bool channels_last, compile;
+    };
+    std::vector<PeerRun> runs;
+    if (device.is_cpu()) runs = {{bf16, false}};
+    else if (bf16) runs = {{true, false}, {true, true}};
+    else runs = {{false, false}, {true, false}, {true, true}};
+    for (const PeerRun& run : have_torch ? runs : std::vector<PeerRun>{}) {
+      const bool channels_last = run.channels_last;
       std::vector<std::string> argv{o.python,      o.peer_script, "--model",   o.model,
                                     "--batch",     std::to_string(o.batch), "--input", o.input,
                                     "--classes",   std::to_string(o.classes), "--steps", std::to_string(o.steps),
                                     "--warmup",    std::to_string(o.warmup), "--device", device.is_cpu() ? "cpu" : "cuda",
-                                    "--tf32",      o.tf32 ? "on" : "off"};
+                                    "--precision", prec};
       if (device.is_cpu()) argv.insert(argv.end(), {"--threads", std::to_string(threads)});
       if (channels_last) argv.push_back("--channels-last");
+      if (run.compile) argv.push_back("--compile");
       std::vector<std::pair<std::string, std::string>> env{{"PYTHONDONTWRITEBYTECODE", "1"}};
       if (device.is_cuda()) env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(device.index)});
-      std::fprintf(stderr, "peers: PyTorch on %s%s ...\n", device.str().c_str(), channels_last ? ", channels_last" : "");
+      std::fprintf(stderr, "peers: PyTorch on %s%s%s ...\n", device.str().c_str(),
+                   channels_last ? ", channels_last" : "", run.compile ? ", torch.compile" : "");
       json peer = run_json_command(argv, env);
-      std::string settings = device.is_cpu() ? fmt("torch.set_num_threads(%d)", threads)
-                                             : std::string(channels_last ? "channels_last" : "NCHW") +
-                                                   ", cudnn.benchmark" + (o.tf32 ? ", TF32 allowed" : ", FP32");
+      std::string settings =
+          (device.is_cpu() ? fmt("torch.set_num_threads(%d)", threads) + (channels_last ? ", channels_last" : "")
+                           : std::string(channels_last ? "channels_last" : "NCHW") + ", cudnn.benchmark") +
+          (bf16 ? ", AMP bf16" : prec == "tf32" ? ", TF32 (PyTorch's default)" : ", FP32") +
+          (run.compile ? ", torch.compile" : "");
+      if (failed(peer) && peer.contains("unavailable")) {
+        result.skipped.push_back("PyTorch " + settings + " on " + device.str() + ": " +
+                                 peer["error"].get<std::string>());
+        continue;
+      }
       if (failed(peer)) {
         result.rows.push_back({{"device", device.str()}, {"engine", "pytorch"}, {"settings", settings},
                                {"error", peer["error"]}});
         result.table.add({device.str(), "PyTorch", settings, "", "",
-                          "failed: " + peer["error"].get<std::string>().substr(0, 100), ""});
+                          "failed: " + peer["error"].get<std::string>().substr(0, 100), "", ""});
         continue;
       }
       const double peer_ips = peer["images_per_second"].get<double>();
       const int64_t peer_params = peer["parameters"].get<int64_t>();
-      const bool same = peer_params == ours_params;
+      // Without a lockstep row (bf16) there is nothing to compare the count or the speed with.
+      const bool measured_ours = ours_params >= 0;
+      const bool same = !measured_ours || peer_params == ours_params;
       if (device.is_cpu()) settings += fmt(" (reports %d)", peer["threads"].get<int>());
-      result.rows.push_back({{"device", device.str()},
-                             {"engine", "pytorch"},
-                             {"settings", settings},
-                             {"images_per_second", peer_ips},
-                             {"same_parameter_count", same},
-                             {"lockstep_over_pytorch", ours_ips / peer_ips},
-                             {"measurement", peer}});
+      json row{{"device", device.str()},
+               {"engine", "pytorch"},
+               {"settings", settings},
+               {"precision", prec},
+               {"compiled", run.compile},
+               {"images_per_second", peer_ips},
+               {"same_parameter_count", measured_ours ? json(same) : json(nullptr)},
+               {"lockstep_over_pytorch", measured_ours ? json(ours_ips / peer_ips) : json(nullptr)},
+               {"measurement", peer}};
+      const std::string vs_bound = over_bound(device, peer["step_seconds_median"].get<double>(), row);
+      result.rows.push_back(row);
       result.table.add({device.str(), "PyTorch " + peer["torch_version"].get<std::string>(), settings,
                         std::to_string(peer_params) + (same ? "" : " (DIFFERS)"),
                         ms_text(peer["step_seconds_median"].get<double>()), fmt("%.1f", peer_ips),
-                        fmt("%.2fx", ours_ips / peer_ips)});
+                        measured_ours ? fmt("%.2fx", ours_ips / peer_ips) : "-", vs_bound});
       if (!same)
         result.notes.push_back(fmt("parameter counts differ on %s: lockstep %lld, PyTorch %lld: not the same network",
                                    device.str().c_str(), static_cast<long long>(ours_params),
                                    static_cast<long long>(peer_params)));
-      labels.push_back(device.str() + " PyTorch" + (channels_last ? " NHWC" : ""));
+      labels.push_back(device.str() + " PyTorch" + (channels_last ? " NHWC" : "") + (run.compile ? " compiled" : ""));
       bars.y.push_back(peer_ips);
     }
   }
@@ -126,6 +186,15 @@ SuiteResult run_peers(const Options& given) {
     result.notes.push_back(fmt("CPU threads: %d on each side: lockstep's OpenBLAS pool (its other CPU loops are "
                                "single-threaded) and PyTorch's torch.set_num_threads (intra-op pool, BLAS and oneDNN)",
                                threads));
+  if (gpu)
+    result.notes.push_back("step / bound: the measured median step over the roofline bound of this model, batch and "
+                           "precision on this GPU (lockstep-bench roofline: published peaks, a bound, not a "
+                           "measurement); at least 1 by construction");
+  else
+    result.notes.push_back("step / bound: not applicable on the CPU (the roofline bound is drawn for GPUs)");
+  if (bf16)
+    result.notes.push_back("bf16: lockstep has no bf16 mode yet (issue 14, item 1), so it has no row and there is "
+                           "no ratio; PyTorch runs AMP (autocast bfloat16, no loss scaling) with channels_last");
   if (!gpu)
     result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows (cuDNN benchmark, channels_last): no GPU on this machine"
                                                       : "GPU rows: --devices selects no GPU");

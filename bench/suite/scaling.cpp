@@ -8,6 +8,7 @@
 #include <map>
 
 #include "child.h"
+#include "gpu_peaks.h"
 #include "base/error.h"
 #include "distributed/world.h"
 #include "plot.h"
@@ -20,7 +21,8 @@ std::vector<std::string> step_flags(const Options& o, const std::vector<Device>&
                              "--classes", std::to_string(o.classes), "--batch", std::to_string(global_batch),
                              "--steps", std::to_string(o.steps), "--warmup", std::to_string(o.warmup),
                              "--threads", std::to_string(cpu_threads(o))};
-  if (o.tf32) f.push_back("--tf32");
+  if (!o.precision.empty()) f.insert(f.end(), {"--precision", o.precision});
+  else if (o.tf32) f.push_back("--tf32");
   return f;
 }
 
@@ -74,9 +76,14 @@ SuiteResult run_scaling(const Options& given) {
                      {"weak_batch_per_replica", o.batch}, {"strong_global_batch", strong_global},
                      {"steps", o.steps},          {"warmup", o.warmup},       {"threads", cpu_threads(o)},
                      {"tf32", o.tf32},            {"quick", o.quick}};
-  result.table = Table({"scaling", "replicas", "global batch", "per replica", "step ms", "images/s", "vs 1 replica",
-                        "efficiency", "data ms", "fwd ms", "bwd ms", "comm ms", "update ms", "peak mem/device",
-                        "note"});
+  std::vector<std::string> headers{"scaling", "replicas", "global batch", "per replica", "step ms", "images/s",
+                                   "vs 1 replica", "efficiency", "data ms", "fwd ms", "bwd ms", "comm ms",
+                                   "update ms", "peak mem/device", "note"};
+  // On GPUs: the measured step over the roofline bound of the busiest GPU's
+  // share of the batch (all of it when the replicas share one GPU).
+  if (gpu) headers.push_back("step / bound");
+  result.table = Table(headers);
+  const std::string gpu_name = gpu ? cuda_devices().at(static_cast<size_t>(devices[0].index)).name : "";
 
   std::map<std::pair<int, int64_t>, json> measured;  // (replicas, global batch) -> child result
   auto measure = [&](int n, int64_t global) -> const json& {
@@ -116,13 +123,25 @@ SuiteResult run_scaling(const Options& given) {
       row["efficiency"] = same_device ? json(nullptr) : json(efficiency);
       row["label"] = note;
       row["measurement"] = r;
+      std::vector<std::string> cells{kind, std::to_string(n), std::to_string(global), std::to_string(global / n),
+                                     ms_text(r["step_seconds_median"].get<double>()), fmt("%.1f", ips),
+                                     fmt("%.2fx", vs1), same_device ? "-" : fmt("%.0f%%", 100.0 * efficiency),
+                                     ms_text(ph["data"].get<double>()), ms_text(ph["forward"].get<double>()),
+                                     ms_text(ph["backward"].get<double>()), ms_text(ph["communication"].get<double>()),
+                                     ms_text(ph["update"].get<double>()), human_bytes(max_peak(r)), note};
+      if (gpu) {
+        const int64_t busiest = same_device ? global : (global + n - 1) / n;
+        const json bound = bound_for_device(o.model, o.input, o.classes, busiest, precision(o), gpu_name);
+        row["roofline"] = bound;
+        if (bound.contains("bound_seconds")) {
+          row["step_over_bound"] = r["step_seconds_median"].get<double>() / bound["bound_seconds"].get<double>();
+          cells.push_back(fmt("%.2fx", row["step_over_bound"].get<double>()));
+        } else {
+          cells.push_back("n/a");
+        }
+      }
       result.rows.push_back(row);
-      result.table.add({kind, std::to_string(n), std::to_string(global), std::to_string(global / n),
-                        ms_text(r["step_seconds_median"].get<double>()), fmt("%.1f", ips), fmt("%.2fx", vs1),
-                        same_device ? "-" : fmt("%.0f%%", 100.0 * efficiency), ms_text(ph["data"].get<double>()),
-                        ms_text(ph["forward"].get<double>()), ms_text(ph["backward"].get<double>()),
-                        ms_text(ph["communication"].get<double>()), ms_text(ph["update"].get<double>()),
-                        human_bytes(max_peak(r)), note});
+      result.table.add(cells);
       s.x.push_back(n);
       s.y.push_back(ips);
     }
@@ -153,6 +172,10 @@ SuiteResult run_scaling(const Options& given) {
   if (same_device && !gpu)
     result.notes.push_back("on the CPU each replica has its own thread, so N replicas also spread lockstep's "
                            "single-threaded loops (everything but BLAS) over more cores: images/s can rise with N");
+  if (gpu)
+    result.notes.push_back("step / bound: the measured median step over the roofline bound (lockstep-bench roofline: "
+                           "published peaks, a bound, not a measurement) of the busiest GPU's samples; "
+                           "communication is not in the bound");
   if (!gpu) result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows: no GPU on this machine"
                                                               : "GPU rows: --devices cpu");
   else if (same_device) result.skipped.push_back("multi-GPU rows: only one GPU selected");

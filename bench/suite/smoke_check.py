@@ -164,6 +164,29 @@ def check_peers(doc, stdout):
             fail("peers: the notes do not say which thread counts were used")
 
 
+def check_roofline(doc, stdout):
+    """A bound, labelled as one, whose total is the sum over layers of
+    max(FLOPs / peak, bytes / bandwidth) with the peaks it states."""
+    if doc["kind"] != "bound" or "not measured" not in doc["title"] or "BOUND, not a measurement" not in stdout:
+        fail("roofline: not labelled as a bound: %r" % doc["title"], stdout)
+    s = doc["settings"]
+    if s["gpu"] != "h100" or s["precision"] != "tf32" or s["model"] != "resnet18":
+        fail("roofline: defaults are not resnet18, tf32, h100: %r" % s)
+    total = 0.0
+    for r in doc["rows"]:
+        flops = r["forward_flops"] + r["backward_data_flops"] + r["backward_weight_flops"]
+        peak = (s["matrix_tflops"] if r["matrix"] else s["fp32_tflops"]) * 1e12
+        compute = flops / peak
+        memory = (r["forward_bytes"] + r["backward_bytes"]) / (s["bandwidth_gbs"] * 1e9)
+        if abs(r["bound_seconds"] - max(compute, memory)) > 1e-12 + 1e-9 * max(compute, memory):
+            fail("roofline: row %s: bound %r is not max(%r, %r)" % (r["layer"], r["bound_seconds"], compute, memory))
+        total += r["bound_seconds"]
+    if abs(total - s["bound_seconds"]) > 1e-9 * total or not total > 0:
+        fail("roofline: the total %r is not the sum of the rows %r" % (s["bound_seconds"], total))
+    if not any(r["matrix"] for r in doc["rows"]) or doc["rows"][-1]["type"] != "sgd":
+        fail("roofline: no convolution rows, or the update is not the last row")
+
+
 CHECKS = {
     "scaling": check_scaling,
     "projection": check_projection,
@@ -172,6 +195,7 @@ CHECKS = {
     "allreduce": check_allreduce,
     "kernels": check_kernels,
     "peers": check_peers,
+    "roofline": check_roofline,
 }
 
 

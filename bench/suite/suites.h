@@ -1,5 +1,5 @@
 #pragma once
-// The seven suites of lockstep-bench, one file each. Each measures (or, for
+// The suites of lockstep-bench, one file each. Each measures (or, for
 // projection, computes), fills a SuiteResult with its table, JSON rows and
 // notes, and draws its figure; main() prints and writes it.
 #include "common.h"
@@ -14,6 +14,8 @@ SuiteResult run_envs(const Options& o);
 SuiteResult run_allreduce(const Options& o);
 SuiteResult run_kernels(const Options& o);
 SuiteResult run_peers(const Options& o);
+// Computes, measures nothing (roofline.cpp, gpu_peaks.h).
+SuiteResult run_roofline(const Options& o);
 
 // Flags that make a child (`_steps`) measure `global_batch` samples a step
 // with the given replicas, the model and shape of `o`.

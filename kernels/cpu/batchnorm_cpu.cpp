@@ -35,13 +35,85 @@ void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t 
   });
 }
 
-void batchnorm_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
-                         const float* inv_std, const float* gamma, const float* beta, float* y) {
+namespace {
+
+// What the plain and the ReLU-fused passes share: `Relu` clamps the output,
+// and the backward passes read dy through `grad(i)`, the stored dy or the
+// ReLU's gradient of it.
+template <bool Relu>
+void normalize_pass(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                    const float* inv_std, const float* gamma, const float* beta, float* y) {
   // One item per (sample, channel) plane.
   parallel_items(n * channels, spatial, [&](int64_t plane) {
     const int64_t c = plane % channels, base = plane * spatial;
-    for (int64_t j = 0; j < spatial; ++j) y[base + j] = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
+    for (int64_t j = 0; j < spatial; ++j) {
+      const float v = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
+      y[base + j] = Relu ? relu_forward(v) : v;
+    }
   });
+}
+
+template <class Grad>
+void gradient_sums_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                        const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
+  parallel_items(channels, 2 * n * spatial, [&](int64_t c) {
+    double sums[2] = {0.0, 0.0};  // of dy and dy * xhat
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t base = (i * channels + c) * spatial;
+      add_lane_sums<2>(spatial, [&](int64_t j) {
+        const float g = grad(base + j);
+        return std::array<float, 2>{g, g * ((x[base + j] - mean[c]) * inv_std[c])};
+      }, sums);
+    }
+    sum_dy[c] = sums[0];
+    sum_dy_xhat[c] = sums[1];
+  });
+}
+
+template <class Grad>
+void input_gradient_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                         const float* inv_std, const float* gamma, const float* mean_dy, const float* mean_dy_xhat,
+                         float* dx, bool accumulate) {
+  // One item per (sample, channel) plane.
+  parallel_items(n * channels, spatial, [&](int64_t plane) {
+    const int64_t c = plane % channels, base = plane * spatial;
+    for (int64_t j = 0; j < spatial; ++j) {
+      const float xhat = (x[base + j] - mean[c]) * inv_std[c];
+      store_grad(dx[base + j], bn_input_grad(grad(base + j), xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
+                 accumulate);
+    }
+  });
+}
+
+template <class Grad>
+void backward_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                   const float* inv_std, const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate) {
+  const int64_t count = n * spatial;
+  std::vector<double> sum_dy(channels), sum_dy_xhat(channels);
+  gradient_sums_pass(x, grad, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data());
+  std::vector<float> mean_dy(channels), mean_dy_xhat(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    dbeta[c] = static_cast<float>(sum_dy[c]);
+    dgamma[c] = static_cast<float>(sum_dy_xhat[c]);
+    if (count == 0) continue;
+    mean_dy[c] = static_cast<float>(sum_dy[c] / static_cast<double>(count));
+    mean_dy_xhat[c] = static_cast<float>(sum_dy_xhat[c] / static_cast<double>(count));
+  }
+  if (!dx || count == 0) return;
+  input_gradient_pass(x, grad, n, channels, spatial, mean, inv_std, gamma, mean_dy.data(), mean_dy_xhat.data(), dx,
+                      accumulate);
+}
+
+}  // namespace
+
+void batchnorm_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                         const float* inv_std, const float* gamma, const float* beta, float* y) {
+  normalize_pass<false>(x, n, channels, spatial, mean, inv_std, gamma, beta, y);
+}
+
+void batchnorm_relu_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                              const float* inv_std, const float* gamma, const float* beta, float* y) {
+  normalize_pass<true>(x, n, channels, spatial, mean, inv_std, gamma, beta, y);
 }
 
 void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* running_mean,
@@ -58,51 +130,28 @@ void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t
 
 void batchnorm_gradient_sums(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
                              const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
-  parallel_items(channels, 2 * n * spatial, [&](int64_t c) {
-    double sums[2] = {0.0, 0.0};  // of dy and dy * xhat
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t base = (i * channels + c) * spatial;
-      add_lane_sums<2>(spatial, [&](int64_t j) {
-        const float g = dy[base + j];
-        return std::array<float, 2>{g, g * ((x[base + j] - mean[c]) * inv_std[c])};
-      }, sums);
-    }
-    sum_dy[c] = sums[0];
-    sum_dy_xhat[c] = sums[1];
-  });
+  gradient_sums_pass(x, [dy](int64_t i) { return dy[i]; }, n, channels, spatial, mean, inv_std, sum_dy, sum_dy_xhat);
 }
 
 void batchnorm_input_gradient(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
                               const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
                               const float* mean_dy_xhat, float* dx, bool accumulate) {
-  // One item per (sample, channel) plane.
-  parallel_items(n * channels, spatial, [&](int64_t plane) {
-    const int64_t c = plane % channels, base = plane * spatial;
-    for (int64_t j = 0; j < spatial; ++j) {
-      const float xhat = (x[base + j] - mean[c]) * inv_std[c];
-      store_grad(dx[base + j], bn_input_grad(dy[base + j], xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
-                 accumulate);
-    }
-  });
+  input_gradient_pass(x, [dy](int64_t i) { return dy[i]; }, n, channels, spatial, mean, inv_std, gamma, mean_dy,
+                      mean_dy_xhat, dx, accumulate);
 }
 
 void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
                         const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
                         float* dx, bool accumulate) {
-  const int64_t count = n * spatial;
-  std::vector<double> sum_dy(channels), sum_dy_xhat(channels);
-  batchnorm_gradient_sums(x, dy, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data());
-  std::vector<float> mean_dy(channels), mean_dy_xhat(channels);
-  for (int64_t c = 0; c < channels; ++c) {
-    dbeta[c] = static_cast<float>(sum_dy[c]);
-    dgamma[c] = static_cast<float>(sum_dy_xhat[c]);
-    if (count == 0) continue;
-    mean_dy[c] = static_cast<float>(sum_dy[c] / static_cast<double>(count));
-    mean_dy_xhat[c] = static_cast<float>(sum_dy_xhat[c] / static_cast<double>(count));
-  }
-  if (!dx || count == 0) return;
-  batchnorm_input_gradient(x, dy, n, channels, spatial, mean, inv_std, gamma, mean_dy.data(), mean_dy_xhat.data(), dx,
-                           accumulate);
+  backward_pass(x, [dy](int64_t i) { return dy[i]; }, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx,
+                accumulate);
+}
+
+void batchnorm_relu_backward(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                             int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
+                             float* dgamma, float* dbeta, float* dx, bool accumulate) {
+  backward_pass(x, [y, dy](int64_t i) { return relu_backward(y[i], dy[i]); }, n, channels, spatial, mean, inv_std,
+                gamma, dgamma, dbeta, dx, accumulate);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

@@ -39,6 +39,18 @@ void batchnorm_input_gradient(const float* x, const float* dy, int64_t n, int64_
                               const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
                               const float* mean_dy_xhat, float* dx, bool accumulate);
 
+// Batch norm followed by ReLU, fused (one pass each way where the unfused
+// sequence makes two): y = max(gamma * (x - mean) * inv_std + beta, 0), as
+// batchnorm_normalize then relu; and the backward of both from that y, the
+// ReLU's gradient (dy where y > 0, else 0) formed as it is read and never
+// stored, otherwise as batchnorm_backward. Same values, same order: the
+// results equal the unfused sequence's bit for bit.
+void batchnorm_relu_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                              const float* inv_std, const float* gamma, const float* beta, float* y);
+void batchnorm_relu_backward(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                             int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
+                             float* dgamma, float* dbeta, float* dx, bool accumulate);
+
 // running = (1 - momentum) * running + momentum * value, the variance made
 // unbiased with values_per_channel (see bn_unbiased_var).
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

@@ -60,14 +60,23 @@ __device__ __forceinline__ uint32_t channel_of(int64_t plane, uint32_t channels)
   return static_cast<uint32_t>(plane) % channels;
 }
 
+// Relu: batch norm + ReLU fused, the output clamped at 0.
+template <bool Relu>
 __global__ void __launch_bounds__(kThreads)
     normalize(const float* x, float* y, Layout l, const float* mean, const float* inv_std, const float* gamma,
               const float* beta) {
   const uint32_t channels = static_cast<uint32_t>(l.channels);
   detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
     const uint32_t c = channel_of(p, channels);
-    y[i] = bn_normalize(x[i], mean[c], inv_std[c], gamma[c], beta[c]);
+    const float v = bn_normalize(x[i], mean[c], inv_std[c], gamma[c], beta[c]);
+    y[i] = Relu ? relu_forward(v) : v;
   });
+}
+
+// The gradient the batch-norm backward passes read: dy, or with the ReLU
+// fused, the ReLU's gradient of dy from its output y.
+template <bool Relu> __device__ __forceinline__ float grad_at(const float* dy, const float* y, int64_t i) {
+  return Relu ? relu_backward(y[i], dy[i]) : dy[i];
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -81,16 +90,18 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // sum(dy) and sum(dy * xhat) of a run, xhat formed in float as the CPU does.
+template <bool Relu>
 __global__ void __launch_bounds__(kThreads)
-    run_gradient_sums(const float* x, const float* dy, Layout l, const float* mean, const float* inv_std,
-                      double* partial_dy, double* partial_dy_xhat) {
+    run_gradient_sums(const float* x, const float* dy, const float* y, Layout l, const float* mean,
+                      const float* inv_std, double* partial_dy, double* partial_dy_xhat) {
   const int64_t c = blockIdx.x / l.splits;
   const float m = mean[c], inv = inv_std[c];
   double sum_dy = 0.0, sum_dy_xhat = 0.0;
   for_each_in_run(l, [&](int64_t o) {
     const double xhat = (x[o] - m) * inv;
-    sum_dy += dy[o];
-    sum_dy_xhat += dy[o] * xhat;
+    const float g = grad_at<Relu>(dy, y, o);
+    sum_dy += g;
+    sum_dy_xhat += g * xhat;
   });
   double a = block_sum(sum_dy);
   double b = block_sum(sum_dy_xhat);
@@ -121,16 +132,17 @@ __global__ void finish_gradient_sums_double(Layout l, const double* partial_dy, 
   sum_dy_xhat[c] = channel_total(partial_dy_xhat, c, l.splits);
 }
 
-template <bool Accumulate>
+template <bool Accumulate, bool Relu>
 __global__ void __launch_bounds__(kThreads)
-    input_gradient(const float* x, const float* dy, float* dx, Layout l, const float* mean, const float* inv_std,
-                   const float* gamma, const float* mean_dy, const float* mean_dy_xhat) {
+    input_gradient(const float* x, const float* dy, const float* y, float* dx, Layout l, const float* mean,
+                   const float* inv_std, const float* gamma, const float* mean_dy, const float* mean_dy_xhat) {
   const uint32_t channels = static_cast<uint32_t>(l.channels);
   detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
     const uint32_t c = channel_of(p, channels);
     const float xhat = (x[i] - mean[c]) * inv_std[c];
     float g = Accumulate ? dx[i] : 0.0f;
-    store_grad(g, bn_input_grad(dy[i], xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]), Accumulate);
+    store_grad(g, bn_input_grad(grad_at<Relu>(dy, y, i), xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
+               Accumulate);
     dx[i] = g;
   });
 }
@@ -159,6 +171,47 @@ Scratch carve(void* scratch, const Layout& l) {
 
 unsigned plane_blocks(const Layout& l) { return detail::plane_grid(l.n * l.channels, l.log2); }
 
+template <bool Relu>
+void launch_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                      const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
+  if (n * channels * spatial <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize<Relu>)(x, y, l, mean, inv_std, gamma, beta);
+  LS_CUDA_CHECK_LAUNCH("normalize");
+}
+
+template <bool Relu>
+void launch_input_gradient(cudaStream_t stream, const Layout& l, const float* x, const float* dy, const float* y,
+                           const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
+                           const float* mean_dy_xhat, float* dx, bool accumulate) {
+  if (accumulate)
+    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<true, Relu>)(x, dy, y, dx, l, mean, inv_std, gamma,
+                                                                           mean_dy, mean_dy_xhat);
+  else
+    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<false, Relu>)(x, dy, y, dx, l, mean, inv_std,
+                                                                            gamma, mean_dy, mean_dy_xhat);
+  LS_CUDA_CHECK_LAUNCH("input_gradient");
+}
+
+// y is read only with Relu (the fused ReLU's output).
+template <bool Relu>
+void launch_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                     int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
+                     float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch) {
+  if (channels <= 0) return;
+  Layout l = layout_for(n, channels, spatial);
+  Scratch s = carve(scratch, l);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu>)(x, dy, y, l, saved_mean, saved_inv_std,
+                                                                        s.first, s.second);
+  LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums)(l, s.first, s.second, dgamma, dbeta,
+                                                                          s.floats_a, s.floats_b);
+  LS_CUDA_CHECK_LAUNCH("finish_gradient_sums");
+  if (!dx || n * spatial == 0) return;
+  launch_input_gradient<Relu>(stream, l, x, dy, y, saved_mean, saved_inv_std, gamma, s.floats_a, s.floats_b, dx,
+                              accumulate);
+}
+
 }  // namespace
 
 size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
@@ -183,10 +236,13 @@ void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_
 
 void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                          const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
-  if (n * channels * spatial <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
-  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize)(x, y, l, mean, inv_std, gamma, beta);
-  LS_CUDA_CHECK_LAUNCH("normalize");
+  launch_normalize<false>(stream, x, n, channels, spatial, mean, inv_std, gamma, beta, y);
+}
+
+void batchnorm_relu_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                              const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                              float* y) {
+  launch_normalize<true>(stream, x, n, channels, spatial, mean, inv_std, gamma, beta, y);
 }
 
 void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
@@ -209,22 +265,16 @@ void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int6
 void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                         int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
                         float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch) {
-  if (channels <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
-  Scratch s = carve(scratch, l);
-  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums)(x, dy, l, saved_mean, saved_inv_std, s.first, s.second);
-  LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
-  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums)(l, s.first, s.second, dgamma, dbeta,
-                                                                          s.floats_a, s.floats_b);
-  LS_CUDA_CHECK_LAUNCH("finish_gradient_sums");
-  if (!dx || n * spatial == 0) return;
-  if (accumulate)
-    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<true>)(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
-                                                                     s.floats_a, s.floats_b);
-  else
-    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<false>)(x, dy, dx, l, saved_mean, saved_inv_std, gamma,
-                                                                      s.floats_a, s.floats_b);
-  LS_CUDA_CHECK_LAUNCH("input_gradient");
+  launch_backward<false>(stream, x, nullptr, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta,
+                         dx, accumulate, scratch);
+}
+
+void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
+                             int64_t channels, int64_t spatial, const float* saved_mean, const float* saved_inv_std,
+                             const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
+                             void* scratch) {
+  launch_backward<true>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta, dx,
+                        accumulate, scratch);
 }
 
 void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
@@ -233,7 +283,8 @@ void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* d
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
-  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums)(x, dy, l, mean, inv_std, s.first, s.second);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<false>)(x, dy, nullptr, l, mean, inv_std, s.first,
+                                                                         s.second);
   LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
   LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums_double)(l, s.first, s.second, sum_dy,
                                                                                  sum_dy_xhat);
@@ -244,14 +295,8 @@ void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* 
                               int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
                               const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate) {
   if (n * channels * spatial <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
-  if (accumulate)
-    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<true>)(x, dy, dx, l, mean, inv_std, gamma, mean_dy,
-                                                                     mean_dy_xhat);
-  else
-    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<false>)(x, dy, dx, l, mean, inv_std, gamma, mean_dy,
-                                                                      mean_dy_xhat);
-  LS_CUDA_CHECK_LAUNCH("input_gradient");
+  launch_input_gradient<false>(stream, layout_for(n, channels, spatial), x, dy, nullptr, mean, inv_std, gamma, mean_dy,
+                               mean_dy_xhat, dx, accumulate);
 }
 
 void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,

@@ -57,6 +57,20 @@ void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* 
                               int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
                               const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate);
 
+// Batch norm followed by ReLU, fused, as kernels/cpu/batchnorm_cpu.h's twins:
+// y = max(gamma * (x - mean) * inv_std + beta, 0) in the one normalising pass
+// (after batchnorm_statistics), and the backward of both from that y with
+// the ReLU's gradient formed as dy is read: two passes over the tensors
+// where ReLU backward then batch-norm backward make three, and no
+// intermediate gradient stored. Equal to the unfused sequence bit for bit.
+void batchnorm_relu_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+                              const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                              float* y);
+void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
+                             int64_t channels, int64_t spatial, const float* saved_mean, const float* saved_inv_std,
+                             const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
+                             void* scratch);
+
 // running = (1 - momentum) * running + momentum * value, for the mean and the
 // unbiased variance (bn_unbiased_var).
 void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,

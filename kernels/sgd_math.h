@@ -2,6 +2,8 @@
 // SGD with momentum, PyTorch semantics (dampening 0):
 //   g += wd * w;  v = mu * v + g;  w -= lr * (nesterov ? g + mu * v : v);  g = 0.
 // Written once for the CPU loop and the fused CUDA kernel.
+#include <cmath>
+
 #include "kernels/host_device.h"
 
 namespace lockstep {
@@ -11,7 +13,18 @@ struct SgdHyper {
   float momentum = 0.9f;
   float weight_decay = 0.0f;  // applied only to segments marked decay
   bool nesterov = false;
+  // Gradient clipping: when set, every gradient is first multiplied by
+  // *grad_scale (device memory on a GPU, so the step never waits for the host).
+  const float* grad_scale = nullptr;
 };
+
+// PyTorch's clip_grad_norm_: the gradients, taken as one vector of L2 norm
+// sqrt(sum_squares), are scaled by max_norm / (norm + 1e-6) when that is
+// below 1, and left alone otherwise.
+LS_HD float clip_coefficient(double sum_squares, float max_norm) {
+  const double coefficient = double(max_norm) / (std::sqrt(sum_squares) + 1e-6);
+  return coefficient < 1.0 ? float(coefficient) : 1.0f;
+}
 
 LS_HD void sgd_momentum_element(float& w, float& g, float& v, float lr, float momentum, float decay, bool nesterov) {
   float grad = g + decay * w;

@@ -12,8 +12,9 @@ namespace lockstep {
 
 void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr) {
   LS_CHECK(arenas.momentum.defined(), "sgd_step on arenas without a momentum buffer");
-  LS_CHECK(lr >= 0.0f && config.momentum >= 0.0f && config.weight_decay >= 0.0f, "sgd_step: negative lr ", lr,
-           ", momentum ", config.momentum, " or weight decay ", config.weight_decay);
+  LS_CHECK(lr >= 0.0f && config.momentum >= 0.0f && config.weight_decay >= 0.0f && config.clip_grad_norm >= 0.0f,
+           "sgd_step: negative lr ", lr, ", momentum ", config.momentum, ", weight decay ", config.weight_decay,
+           " or gradient clipping norm ", config.clip_grad_norm);
   LS_CHECK(arenas.params.device() == ctx.device(), "sgd_step: arenas on ", arenas.params.device().str(),
            ", context on ", ctx.device().str());
   SgdHyper hyper{lr, config.momentum, config.weight_decay, config.nesterov};
@@ -21,10 +22,24 @@ void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, fl
   ops::dispatch(
       "sgd_step", ctx,
       [&] {
+        float scale = 1.0f;
+        if (config.clip_grad_norm > 0.0f) {
+          scale = clip_coefficient(cpu::sum_of_squares(arenas.grads.data(), arenas.total()), config.clip_grad_norm);
+          hyper.grad_scale = &scale;
+        }
         cpu::sgd_momentum(arenas.params.data(), arenas.grads.data(), arenas.momentum.data(), segments.data(),
                           static_cast<int>(segments.size()), hyper);
       },
       LS_CUDA_TWIN(gpu, {
+        if (config.clip_grad_norm > 0.0f) {
+          // The coefficient stays on the device: partial sums, then the scale after them.
+          const size_t partial_bytes = cuda::clip_scale_scratch_bytes();
+          char* scratch = reinterpret_cast<char*>(ctx.workspace(partial_bytes + 16));
+          float* scale = reinterpret_cast<float*>(scratch + partial_bytes);
+          cuda::clip_scale(gpu.compute_stream, arenas.grads.data(), arenas.total(), config.clip_grad_norm, scratch,
+                           scale);
+          hyper.grad_scale = scale;
+        }
         cuda::sgd_momentum(gpu.compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
                            arenas.total(), segments, hyper);
       }));

@@ -12,6 +12,9 @@ struct SgdConfig {
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
   bool nesterov = false;
+  // Gradient clipping by global L2 norm (PyTorch's clip_grad_norm_ over every
+  // parameter, before weight decay); 0 turns it off.
+  float clip_grad_norm = 0.0f;
 };
 
 void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr);

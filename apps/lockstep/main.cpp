@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
        "--sync-bn");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
        "--weight-decay");
+  flag(train_cmd->add_option("--clip-grad-norm", train.clip_grad_norm,
+                             "scale the gradients down to this global L2 norm when above it (0: off)")
+           ->check(CLI::NonNegativeNumber),
+       "--clip-grad-norm");
   flag(train_cmd->add_option("--schedule", train.schedule, "constant, step or cosine")
            ->check(CLI::IsMember({"constant", "step", "cosine"})),
        "--schedule");

@@ -24,6 +24,7 @@ struct TrainSettings {
   float momentum = 0.9f;
   bool nesterov = false;
   float weight_decay = 5e-4f;
+  float clip_grad_norm = 0.0f;  // 0: no gradient clipping
   std::string schedule = "cosine";
   double warmup_epochs = 0.0;
   std::string devices = "all";

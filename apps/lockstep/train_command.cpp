@@ -82,6 +82,8 @@ void validate(const TrainSettings& s) {
   LS_CHECK(s.lr > 0.0f && std::isfinite(s.lr), "--lr must be a positive number, got ", s.lr);
   LS_CHECK(s.momentum >= 0.0f && s.momentum < 1.0f, "--momentum must lie in [0, 1), got ", s.momentum);
   LS_CHECK(s.weight_decay >= 0.0f, "--weight-decay must not be negative, got ", s.weight_decay);
+  LS_CHECK(s.clip_grad_norm >= 0.0f && std::isfinite(s.clip_grad_norm),
+           "--clip-grad-norm must be a non-negative number (0: off), got ", s.clip_grad_norm);
   LS_CHECK(s.warmup_epochs >= 0.0, "--warmup-epochs must not be negative, got ", s.warmup_epochs);
   LS_CHECK(s.threads >= 1, "--threads must be at least 1, got ", s.threads);
   LS_CHECK(s.augment == "none" || s.augment == "crop-flip", "--augment ", s.augment, ": expected none or crop-flip");
@@ -272,7 +274,7 @@ TrainerConfig trainer_config(const TrainSettings& s, const data::Dataset& train_
   config.schedule.base_lr = s.lr;
   config.schedule.warmup_epochs = s.warmup_epochs;
   config.schedule.step_epochs = std::max<double>(1.0, s.epochs / 3.0);
-  config.sgd = {s.momentum, s.weight_decay, s.nesterov};
+  config.sgd = {s.momentum, s.weight_decay, s.nesterov, s.clip_grad_norm};
   config.seed = s.seed;
   config.checkpoint_path = s.checkpoint;
   config.class_names = train_set.class_names();

@@ -1,20 +1,49 @@
 #include "kernels/cpu/sgd_cpu.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "kernels/cpu/lane_sums.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace lockstep::cpu {
 
 void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegment* segments, int segment_count,
                   const SgdHyper& hyper) {
+  const float scale = hyper.grad_scale ? *hyper.grad_scale : 1.0f;
   for (int s = 0; s < segment_count; ++s) {
     const ArenaSegment& seg = segments[s];
     float decay = seg.decay ? hyper.weight_decay : 0.0f;
     float* w = weights + seg.offset;
     float* g = grads + seg.offset;
     float* v = velocity + seg.offset;
-    parallel_elements(seg.count, [&](int64_t i) {
-      sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
-    });
+    if (hyper.grad_scale) {
+      parallel_elements(seg.count, [&](int64_t i) {
+        g[i] *= scale;
+        sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+      });
+    } else {
+      parallel_elements(seg.count, [&](int64_t i) {
+        sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+      });
+    }
   }
+}
+
+double sum_of_squares(const float* x, int64_t n) {
+  // Fixed chunks summed in parallel, then their totals in chunk order.
+  constexpr int64_t chunk = 4096;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  std::vector<double> totals(chunks, 0.0);
+  parallel_items(chunks, chunk, [&](int64_t c) {
+    const float* part = x + c * chunk;
+    add_lane_sums<1>(std::min(chunk, n - c * chunk), [&](int64_t j) { return std::array<float, 1>{part[j] * part[j]}; },
+                     &totals[c]);
+  });
+  double sum = 0.0;
+  for (double t : totals) sum += t;
+  return sum;
 }
 
 }  // namespace lockstep::cpu

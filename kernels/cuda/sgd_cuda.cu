@@ -15,6 +15,7 @@
 // parameter, the gradient being cleared for the next step).
 #include "kernels/cuda/sgd_cuda.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch_util.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -77,6 +78,16 @@ __global__ void __launch_bounds__(kThreads)
       vr[k] = v4[i];
     }
   }
+  if (hyper.grad_scale) {
+    const float s = *hyper.grad_scale;
+#pragma unroll
+    for (int k = 0; k < kVecsPerThread; ++k) {
+      gr[k].x *= s;
+      gr[k].y *= s;
+      gr[k].z *= s;
+      gr[k].w *= s;
+    }
+  }
   int next = toggles_not_after(toggles, tile);
 #pragma unroll
   for (int k = 0; k < kVecsPerThread; ++k) {
@@ -95,9 +106,33 @@ __global__ void __launch_bounds__(kThreads)
     int64_t vec = toggles.vec_count;  // the partial float4 after the last whole one
     float decay = ((toggles_not_after(toggles, vec) + toggles.initial) & 1) ? hyper.weight_decay : 0.0f;
     int64_t base = (toggles.first_vec + vec) * 4;
-    for (int e = 0; e < toggles.tail; ++e)
+    for (int e = 0; e < toggles.tail; ++e) {
+      if (hyper.grad_scale) g[base + e] *= *hyper.grad_scale;
       sgd_momentum_element(w[base + e], g[base + e], v[base + e], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+    }
   }
+}
+
+// Gradient clipping's two kernels: each block sums the squares of its
+// grid-stride share in double, then one block adds the blocks' sums in block
+// order and writes the clip coefficient, so every replica (holding the same
+// all-reduced gradients) computes the same bits.
+constexpr int kClipBlocks = 512;
+
+__global__ void __launch_bounds__(detail::kThreads) square_sums_kernel(const float* g, int64_t n, double* partial) {
+  double acc = 0.0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    acc += double(g[i]) * double(g[i]);
+  const double total = detail::block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+__global__ void __launch_bounds__(detail::kThreads)
+    clip_coefficient_kernel(const double* partial, int blocks, float max_norm, float* scale) {
+  double acc = 0.0;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) acc += partial[b];
+  const double total = detail::block_sum(acc);
+  if (threadIdx.x == 0) *scale = clip_coefficient(total, max_norm);
 }
 
 template <int Capacity>
@@ -157,6 +192,18 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
     launch<kLargeCapacity>(stream, w, g, v, begin, end - begin, last == count ? tail : 0, initial,
                            toggles.data() + first, last - first, hyper);
   }
+}
+
+size_t clip_scale_scratch_bytes() { return kClipBlocks * sizeof(double); }
+
+void clip_scale(cudaStream_t stream, const float* g, int64_t total, float max_norm, void* scratch, float* scale) {
+  LS_CHECK(max_norm > 0.0f, "clip_scale: the largest gradient norm must be positive, got ", max_norm);
+  const int blocks = static_cast<int>(std::min<int64_t>(kClipBlocks, std::max<int64_t>(1, (total + detail::kThreads - 1) / detail::kThreads)));
+  double* partial = static_cast<double*>(scratch);
+  LS_LAUNCH(static_cast<unsigned>(blocks), detail::kThreads, 0, stream, square_sums_kernel)(g, total, partial);
+  LS_CUDA_CHECK_LAUNCH("square_sums_kernel");
+  LS_LAUNCH(1, detail::kThreads, 0, stream, clip_coefficient_kernel)(partial, blocks, max_norm, scale);
+  LS_CUDA_CHECK_LAUNCH("clip_coefficient_kernel");
 }
 
 }  // namespace lockstep::cuda

@@ -2,6 +2,7 @@
 // The fused SGD-momentum step over a replica's whole arena on one stream.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,8 +16,15 @@ namespace lockstep::cuda {
 // Segments must be sorted, start at multiples of 4 elements (ParameterArenas
 // puts them at multiples of 16) and lie inside [0, total); elements between
 // them are padding, which the arena keeps at zero, where the update is a
-// no-op. One kernel launch (several only past 8000 switches of decay).
+// no-op. One kernel launch (several only past 8000 switches of decay). With
+// hyper.grad_scale set (device memory), g is scaled by it first.
 void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
                   const std::vector<ArenaSegment>& segments, const SgdHyper& hyper);
+
+// Device scratch clip_scale needs (bytes).
+size_t clip_scale_scratch_bytes();
+// *scale = clip_coefficient(sum of g[i]^2 over [0, total), max_norm), on the
+// stream (two launches, a fixed summation order: the same bits on every replica).
+void clip_scale(cudaStream_t stream, const float* g, int64_t total, float max_norm, void* scratch, float* scale);
 
 }  // namespace lockstep::cuda

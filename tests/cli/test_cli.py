@@ -188,6 +188,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         meta, tensors, data = read_safetensors(ck)
         self.assertEqual(meta["model"], "mlp 1x28x28 10")
+        self.assertEqual(float(meta["extra.clip_grad_norm"]), 0.0)  # off unless asked
         self.assertEqual(json.loads(meta["class_names"])[9], "Ankle boot")
         self.assertEqual(tensors["fc1.weight"][0], [256, 784])
         self.assertEqual(tensors["fc3.bias"][0], [10])
@@ -215,8 +216,9 @@ class Cli(unittest.TestCase):
         self.assertIn("on 3 replicas", r.stdout)
         e = run(["eval", "--checkpoint", ck, "--devices", "cpu"], self.tmp)
         self.assertEqual(e.returncode, 0, e.stderr)
-        r = run(["train", "--resume", ck, "--epochs", "2", "--replicas", "1"], self.tmp)
+        r = run(["train", "--resume", ck, "--epochs", "2", "--replicas", "1", "--clip-grad-norm", "2.5"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(float(read_safetensors(ck)[0]["extra.clip_grad_norm"]), 2.5)  # kept for the next resume
         self.assertIn("on 1 replica ", r.stdout)
         self.assertIn("epoch 2/2", r.stdout)
 
@@ -262,6 +264,7 @@ class Cli(unittest.TestCase):
             (["train", "--bogus-flag"], "bogus"),
             (["train", "--batch", "0", "--checkpoint", ck], "--batch"),
             (["train", "--lr", "-1", "--checkpoint", ck], "--lr"),
+            (["train", "--clip-grad-norm", "-0.5", "--checkpoint", ck], "--clip-grad-norm"),
             (["train", "--devices", "7", "--checkpoint", ck], "GPU 7"),
             (["train", "--data", self.path("missing"), "--checkpoint", ck], "missing"),
             (["train", "--resume", ck, "--model", "simple-cnn"], "simple-cnn"),

@@ -58,6 +58,36 @@ TEST_CASE("sgd nesterov equals a hand-computed three-step sequence", "[sgd]") {
   REQUIRE(a.param(0).to_vector()[1] == 0.0f);
 }
 
+TEST_CASE("sgd with gradient clipping scales the gradients to the global norm before weight decay", "[sgd]") {
+  Context ctx(Device::cpu());
+  ParameterArenas a = two_tensor_arenas();
+  set(a.param(0), {1.0f, -2.0f});
+  set(a.param(1), {0.5f});
+  // Gradients (3, 0) and (4): global norm 5; clipped to norm 1 they are (0.6, 0) and (0.8).
+  SgdConfig config{0.0f, 0.1f, false, 1.0f};
+  set(a.grad(0), {3.0f, 0.0f});
+  set(a.grad(1), {4.0f});
+  sgd_step(ctx, a, config, 0.5f);
+  // w: g = 0.6 * (1 - 1e-6/5 roughly) + 0.1 * 1 -> w = 1 - 0.5 * 0.7; w1: g = 0 + 0.1 * -2 -> -2 + 0.1
+  REQUIRE(a.param(0).to_vector()[0] == Approx(0.65f).epsilon(1e-5));
+  REQUIRE(a.param(0).to_vector()[1] == Approx(-1.9f).epsilon(1e-6));
+  REQUIRE(a.param(1).to_vector()[0] == Approx(0.1f).epsilon(1e-5));  // 0.5 - 0.5 * 0.8, no decay
+
+  // Below the norm, nothing changes: the same as without clipping.
+  ParameterArenas b = two_tensor_arenas(), c = two_tensor_arenas();
+  for (ParameterArenas* x : {&b, &c}) {
+    set(x->param(0), {1.0f, -2.0f});
+    set(x->grad(0), {0.3f, 0.0f});
+    set(x->grad(1), {0.4f});
+  }
+  sgd_step(ctx, b, SgdConfig{0.9f, 0.1f, false, 1.0f}, 0.5f);
+  sgd_step(ctx, c, SgdConfig{0.9f, 0.1f, false, 0.0f}, 0.5f);
+  REQUIRE(b.params.to_vector() == c.params.to_vector());
+  REQUIRE(b.momentum.to_vector() == c.momentum.to_vector());
+  REQUIRE_THROWS_WITH(sgd_step(ctx, b, SgdConfig{0.9f, 0.1f, false, -1.0f}, 0.5f),
+                      Catch::Contains("gradient clipping norm -1"));
+}
+
 TEST_CASE("sgd refuses a negative learning rate", "[sgd]") {
   Context ctx(Device::cpu());
   ParameterArenas a = two_tensor_arenas();

@@ -60,6 +60,32 @@ TEST_CASE("gpu sgd step equals the cpu reference over odd-shaped segments", "[gp
   }
 }
 
+TEST_CASE("gpu sgd with gradient clipping equals the cpu reference, clipped or not", "[gpu][sgd]") {
+  std::vector<ParamSpec> specs = {{"conv.w", Shape{5, 3, 3, 3}, Init::zeros, true},
+                                  {"conv.b", Shape{5}, Init::zeros, false},
+                                  {"big.w", Shape{1001, 133}, Init::zeros, true},
+                                  {"fc.b", Shape{3}, Init::zeros, false}};
+  // The random gradients' norm is about 211 (133,276 values of U(-1, 1)): 10 clips them, 1000 does not.
+  for (float clip : {10.0f, 1000.0f}) {
+    INFO("clip " << clip);
+    Context gpu_ctx(Device::cuda(0)), cpu_ctx(Device::cpu());
+    ParameterArenas gpu(specs, Device::cuda(0), true), cpu(specs, Device::cpu(), true), plain(specs, Device::cpu(), true);
+    SgdConfig config{0.9f, 5e-4f, false, clip};
+    for (int step = 0; step < 3; ++step) {
+      fill_same(gpu, cpu, 300 + step);
+      fill_same(plain, plain, 300 + step);
+      sgd_step(gpu_ctx, gpu, config, 0.05f);
+      sgd_step(cpu_ctx, cpu, config, 0.05f);
+      sgd_step(cpu_ctx, plain, SgdConfig{0.9f, 5e-4f, false, 0.0f}, 0.05f);
+      gpu_ctx.synchronize();
+      require_same_arenas(gpu, cpu);
+      // Clipping changed the step exactly when the norm was above the limit.
+      const bool same_as_unclipped = cpu.params.to_vector() == plain.params.to_vector();
+      REQUIRE(same_as_unclipped == (clip == 1000.0f));
+    }
+  }
+}
+
 TEST_CASE("gpu sgd handles more decay switches than one launch holds", "[gpu][sgd]") {
   // 9001 alternating tensors: 9000 decay switches, two launches of the kernel.
   std::vector<ParamSpec> specs;

@@ -1,11 +1,10 @@
 // The emulator tests' own main (Catch2 v2). Two emulated devices unless the
 // environment says otherwise, so the multi-device checks run by default.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch_session.h"
 
 #include <cstdlib>
 
 int main(int argc, char** argv) {
   setenv("LOCKSTEP_EMU_DEVICES", "2", 0);
-  return Catch::Session().run(argc, argv);
+  return run_catch_session(argc, argv);
 }

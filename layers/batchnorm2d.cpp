@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "ops/batchnorm.h"
 #include "ops/batchnorm_sync.h"
+#include "ops/elementwise.h"
 
 namespace lockstep {
 
@@ -19,6 +20,12 @@ BatchNorm2d::BatchNorm2d(float eps, float momentum) : eps_(eps) {
   LS_CHECK(eps > 0.0f, "batchnorm2d: eps must be positive, got ", eps);
   LS_CHECK(momentum >= 0.0f && momentum <= 1.0f, "batchnorm2d: momentum must lie in [0, 1], got ", momentum);
   state_.momentum = momentum;
+}
+
+std::unique_ptr<BatchNorm2d> BatchNorm2d::with_relu() {
+  auto layer = std::make_unique<BatchNorm2d>();
+  layer->relu_ = true;
+  return layer;
 }
 
 Shape BatchNorm2d::output_shape(const std::vector<Shape>& inputs) const {
@@ -74,6 +81,7 @@ void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tenso
   if (mode == Mode::eval) {
     saved_values_ = -1;
     ops::batchnorm_forward_eval(ctx, x, weight_, bias_, state_.running_mean, state_.running_var, eps_, output);
+    if (relu_) ops::relu_forward(ctx, output, output);
     return;
   }
   if (state_.batch_mean.device() != x.device()) allocate_buffers(x.device());
@@ -85,6 +93,10 @@ void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tenso
       sync_buffer_ = Tensor::empty(Shape{floats}, x.device());
     ops::batchnorm_forward_train_synced(ctx, *group, x, weight_, bias_, eps_, output, state_.batch_mean,
                                         state_.batch_var, saved_mean_, saved_inv_std_, sync_buffer_);
+    if (relu_) ops::relu_forward(ctx, output, output);
+  } else if (relu_) {
+    ops::batchnorm_relu_forward_train(ctx, x, weight_, bias_, eps_, output, state_.batch_mean, state_.batch_var,
+                                      saved_mean_, saved_inv_std_);
   } else {
     ops::batchnorm_forward_train(ctx, x, weight_, bias_, eps_, output, state_.batch_mean, state_.batch_var,
                                  saved_mean_, saved_inv_std_);
@@ -93,7 +105,7 @@ void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tenso
   state_.values_per_channel = saved_values_;
 }
 
-void BatchNorm2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,
+void BatchNorm2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                            std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
   const Tensor& x = inputs.at(0);
   check_batch(x, "backward");
@@ -103,8 +115,18 @@ void BatchNorm2d::backward(Context& ctx, const std::vector<Tensor>& inputs, cons
   if (synced_) {
     LS_CHECK(ctx.replica_group(), describe(*this, {sample_shape(x)}),
              "backward of a synchronised forward on a context without its replica group");
-    ops::batchnorm_backward_synced(ctx, *ctx.replica_group(), x, output_grad, weight_, saved_mean_, saved_inv_std_,
+    Tensor dy = output_grad;
+    if (relu_) {  // the ReLU's gradient first, into a buffer of its own
+      dy = Tensor::empty(output_grad.shape(), output_grad.device());
+      ops::relu_backward(ctx, output, output_grad, dy, false);
+    }
+    ops::batchnorm_backward_synced(ctx, *ctx.replica_group(), x, dy, weight_, saved_mean_, saved_inv_std_,
                                    weight_grad_, bias_grad_, dx, grad_modes.at(0) == GradMode::add, sync_buffer_);
+    return;
+  }
+  if (relu_) {
+    ops::batchnorm_relu_backward(ctx, x, output, output_grad, weight_, saved_mean_, saved_inv_std_, weight_grad_,
+                                 bias_grad_, dx, grad_modes.at(0) == GradMode::add);
     return;
   }
   ops::batchnorm_backward(ctx, x, output_grad, weight_, saved_mean_, saved_inv_std_, weight_grad_, bias_grad_, dx,

@@ -10,6 +10,14 @@
 // the statistics (and the gradient's means through them) are those of all
 // replicas together (ops/batchnorm_sync.h); batch_norm_state() still holds
 // this replica's own, which the end-of-step combination expects.
+//
+// BatchNorm2d::with_relu() is batch norm followed by a ReLU in one layer: the
+// output is max(bn(x), 0), computed in the normalising pass and differentiated
+// from that output (ops::batchnorm_relu_*), so the activations are read and
+// written once instead of twice each way. Its parameters and state are the
+// plain layer's (checkpoints do not change); the results are equal bit for bit.
+#include <memory>
+
 #include "layers/layer.h"
 
 namespace lockstep {
@@ -17,6 +25,8 @@ namespace lockstep {
 class BatchNorm2d final : public Layer {
 public:
   explicit BatchNorm2d(float eps = 1e-5f, float momentum = 0.1f);
+  static std::unique_ptr<BatchNorm2d> with_relu();
+  bool fused_relu() const { return relu_; }
 
   std::string type() const override { return "batchnorm2d"; }
   Shape output_shape(const std::vector<Shape>& inputs) const override;
@@ -41,6 +51,7 @@ private:
   void allocate_buffers(Device device);
 
   float eps_;
+  bool relu_ = false;
   Tensor weight_, bias_, weight_grad_, bias_grad_;
   Tensor saved_mean_, saved_inv_std_;  // [C], from the last training forward
   int64_t saved_values_ = -1;          // N*H*W of that forward; -1 until one ran (or after an eval forward)

@@ -1,6 +1,7 @@
 #include "layers/step_cost.h"
 
 #include "base/error.h"
+#include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/linear.h"
 #include "layers/pool.h"
@@ -82,6 +83,13 @@ StepCost step_cost(const Graph& graph, const StepCostOptions& options) {
       c.backward_data_flops = 9 * in;
       c.forward_bytes = in * a + p * 4 + out * a;
       c.backward_bytes = out * a + in * a + p * 4 + p * 4 + dx_bytes;
+      if (dynamic_cast<const BatchNorm2d&>(layer).fused_relu()) {
+        // The ReLU in the same passes: its max and mask cost a flop each way
+        // and backward reads y (the mask) besides x and dy.
+        c.forward_flops += in;
+        c.backward_data_flops += in;
+        c.backward_bytes += out * a;
+      }
     } else if (type == "relu") {
       c.forward_flops = in;
       c.backward_data_flops = in;

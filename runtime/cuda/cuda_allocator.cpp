@@ -67,6 +67,17 @@ constexpr size_t kSegmentRounding = 2 * kMiB;
 constexpr size_t kSmallRest = 512, kLargeRest = kMiB;
 // Every block starts on a multiple of this (cudaMalloc gives 256).
 constexpr size_t kAlignment = 512;
+// On the emulated device under ASan every block is a cudaMalloc of its own,
+// reused only for the same binned size: the emulator allocates each from the
+// host heap with redzones, so a kernel running off the end of a tensor is
+// reported, which it would not be inside a shared segment. (Poisoning free
+// blocks instead would report stream-ordered reuse, where a block is freed
+// while queued work on the same stream still reads it, as an error.)
+#if LOCKSTEP_EMULATED_GPU && defined(__SANITIZE_ADDRESS__)
+constexpr bool kSplitSegments = false;
+#else
+constexpr bool kSplitSegments = true;
+#endif
 
 size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * step; }
 
@@ -227,7 +238,7 @@ private:
     Block probe;
     probe.size = size;
     auto it = blocks.lower_bound(&probe);
-    if (it == blocks.end()) return nullptr;
+    if (it == blocks.end() || (!kSplitSegments && (*it)->size != size)) return nullptr;
     Block* block = *it;
     blocks.erase(it);
     return block;
@@ -236,7 +247,8 @@ private:
   // A new segment for the calling thread, as one free block not yet in any
   // pool; nullptr when the device is out of memory.
   Block* new_segment_locked(size_t size, bool small) {
-    size_t segment = small                     ? kSmallSegment
+    size_t segment = !kSplitSegments          ? size
+                     : small                   ? kSmallSegment
                      : size <= kMediumRequest ? kMediumSegment
                      : size > kHuge           ? size
                                               : round_up(size, kSegmentRounding);
@@ -256,7 +268,7 @@ private:
   // Keeps `size` bytes of `block`; a rest worth keeping becomes a free block.
   void split_locked(Block* block, size_t size) {
     size_t rest = block->size - size;
-    if (rest < (block->small ? kSmallRest : kLargeRest)) return;
+    if (!kSplitSegments || rest < (block->small ? kSmallRest : kLargeRest)) return;
     auto* tail = new Block;
     tail->ptr = block->ptr + size;
     tail->size = rest;
@@ -407,6 +419,7 @@ public:
     if (auto it = free_.find(size); it != free_.end()) {
       ptr = it->second;
       free_.erase(it);
+      cached_ -= size;
     } else {
       ptr = raw_allocate(size);
       if (!ptr && (!free_.empty() || !held_.empty())) {
@@ -424,10 +437,8 @@ public:
       }
       LS_CHECK(ptr != nullptr, "out of pinned host memory: asked for ", bytes, " bytes (", human_bytes(bytes),
                ") with ", human_bytes(current_), " in use; try a smaller batch");
-      cached_ += size;  // counted as cached until handed out just below
     }
     live_.emplace(static_cast<char*>(ptr), Block{size, {}});
-    cached_ -= size;
     count_handed_out_locked(size);
     return ptr;
   }
@@ -560,5 +571,7 @@ void cuda_allocator_untrack_stream(int device, cudaStream_t stream) {
 CudaAllocatorStats cuda_allocator_stats(int device) { return device_allocator(device)->stats(); }
 
 size_t cuda_pinned_held_blocks() { return pinned_allocator()->held_blocks(); }
+
+bool cuda_allocator_splits_segments() { return kSplitSegments; }
 
 }  // namespace lockstep

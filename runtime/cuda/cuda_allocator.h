@@ -81,5 +81,8 @@ struct CudaAllocatorStats {
 CudaAllocatorStats cuda_allocator_stats(int device);
 // Freed pinned blocks still waiting for their copies.
 size_t cuda_pinned_held_blocks();
+// False on the emulated device under ASan, where every block is a cudaMalloc
+// of its own so that overruns are reported (see cuda_allocator.cpp).
+bool cuda_allocator_splits_segments();
 
 }  // namespace lockstep

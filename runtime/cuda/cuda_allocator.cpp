@@ -551,9 +551,12 @@ std::shared_ptr<Allocator> cuda_allocator_for(int device) { return device_alloca
 
 std::shared_ptr<Allocator> cuda_pinned_allocator() { return pinned_allocator(); }
 
+bool cuda_record_pinned_use(const void* ptr, cudaStream_t stream) {
+  return ptr && pinned_allocator()->record_stream(ptr, stream);
+}
+
 void cuda_record_stream(const void* ptr, cudaStream_t stream) {
-  if (!ptr) return;
-  if (pinned_allocator()->record_stream(ptr, stream)) return;
+  if (!ptr || cuda_record_pinned_use(ptr, stream)) return;
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
     cudaGetLastError();  // not memory CUDA knows: nothing to track

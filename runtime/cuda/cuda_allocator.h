@@ -64,6 +64,11 @@ namespace lockstep {
 // lockstep allocator handed out (pageable host memory, a raw cudaMalloc) is
 // ignored: its owner keeps it alive.
 void cuda_record_stream(const void* ptr, cudaStream_t stream);
+// The same for pinned host memory only, cheap enough for every asynchronous
+// copy to call on both its ends: a map look-up, and an event record when `ptr`
+// is pinned. (Recording a device block on its owner's own stream would only
+// delay its reuse.) Returns whether `ptr` is in a pinned block.
+bool cuda_record_pinned_use(const void* ptr, cudaStream_t stream);
 
 // Streams of `device` that the out-of-memory retry waits for before it gives
 // memory back (a context's compute and communication streams). A stream must

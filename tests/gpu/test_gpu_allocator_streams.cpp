@@ -76,7 +76,8 @@ TEST_CASE("a pinned block is not refilled while an async copy from it is in flig
   {
     StreamGate gate(stream);
     REQUIRE(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess);
-    cuda_record_stream(host, stream);
+    CHECK(cuda_record_pinned_use(host, stream));   // what an async copy does for its pinned end
+    CHECK_FALSE(cuda_record_pinned_use(device, stream));  // its device end is not pinned
     pinned->deallocate(host, bytes);  // as a batch's tensor is dropped after its copy is queued
     CHECK(cuda_pinned_held_blocks() == 1);
     // The next batch of the same size: it must not get the block the copy still reads.
@@ -276,6 +277,8 @@ TEST_CASE("recording a stream on memory no allocator handed out changes nothing"
   cuda_record_stream(pageable.data(), stream);
   cuda_record_stream(raw, stream);
   cuda_record_stream(nullptr, stream);
+  CHECK_FALSE(cuda_record_pinned_use(pageable.data(), stream));
+  CHECK_FALSE(cuda_record_pinned_use(raw, stream));
   CHECK(cudaGetLastError() == cudaSuccess);
   CHECK(cuda_allocator_stats(0).held_blocks == held);
   CHECK(cuda_pinned_held_blocks() == pinned_held);

@@ -1,19 +1,21 @@
+// cuda_allocator_for and cuda_pinned_allocator are declared in
+// runtime/allocator.h, which allocator_for and pinned_host_allocator call them from.
 #include "runtime/cuda/cuda_allocator.h"
 
-#include <cuda_runtime_api.h>
-
 #include <array>
+#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "base/cuda/cuda_check.h"
-#include "runtime/cuda/cuda_context.h"
 #include "base/error.h"
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/stream_uses.h"
 
 namespace lockstep {
 namespace {
@@ -42,7 +44,103 @@ template <typename Free> void free_quietly_at_exit(Free free_call, void* ptr, co
   if (status != cudaSuccess) cuda_detail::log_status(call, status, __FILE__, __LINE__);
 }
 
-class CudaDeviceAllocator final : public Allocator {
+// Waits for events and streams without any allocator lock held (see the
+// out-of-memory note in the header); failures are logged, not thrown: the
+// caller goes on to give memory back and retry.
+void wait_for(const std::vector<cudaStream_t>& streams, const std::vector<cudaEvent_t>& events) {
+  for (cudaStream_t stream : streams) LS_CUDA_LOG(cudaStreamSynchronize(stream));
+  for (cudaEvent_t event : events) LS_CUDA_LOG(cudaEventSynchronize(event));
+}
+
+constexpr size_t kMiB = size_t(1) << 20;
+// Beyond this the rounding below would wrap; no device has that much anyway.
+constexpr size_t kHuge = size_t(1) << 60;
+// Requests up to 1 MiB share 2 MiB segments; up to 10 MiB, 20 MiB segments;
+// larger ones get a segment of their own rounded to 2 MiB. Small and large
+// blocks never share a segment, so a long-lived small tensor cannot pin a
+// large segment that the activations of a step need whole.
+constexpr size_t kSmallRequest = kMiB, kSmallSegment = 2 * kMiB;
+constexpr size_t kMediumRequest = 10 * kMiB, kMediumSegment = 20 * kMiB;
+constexpr size_t kSegmentRounding = 2 * kMiB;
+// A block is split when at least this much would be left over; a smaller rest
+// stays with the block (at most 1 MiB wasted in the large pool).
+constexpr size_t kSmallRest = 512, kLargeRest = kMiB;
+// Every block starts on a multiple of this (cudaMalloc gives 256).
+constexpr size_t kAlignment = 512;
+// On the emulated device under ASan every block is a cudaMalloc of its own,
+// reused only for the same binned size: the emulator allocates each from the
+// host heap with redzones, so a kernel running off the end of a tensor is
+// reported, which it would not be inside a shared segment. (Poisoning free
+// blocks instead would report stream-ordered reuse, where a block is freed
+// while queued work on the same stream still reads it, as an error.)
+#if LOCKSTEP_EMULATED_GPU && defined(__SANITIZE_ADDRESS__)
+constexpr bool kSplitSegments = false;
+#else
+constexpr bool kSplitSegments = true;
+#endif
+
+size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * step; }
+
+// The entry of `blocks` (keyed by start address) whose block holds `ptr`, or
+// end(): a view into a tensor names its block by an inner address.
+template <typename Map, typename SizeOf>
+typename Map::iterator block_holding(Map& blocks, const void* ptr, SizeOf size_of) {
+  char* p = const_cast<char*>(static_cast<const char*>(ptr));
+  auto it = blocks.upper_bound(p);
+  if (it == blocks.begin()) return blocks.end();
+  --it;
+  return p < it->first + size_of(it->second) ? it : blocks.end();
+}
+
+// The counts both CUDA allocators keep, under the mutex that guards their state.
+class CountingAllocator : public Allocator {
+public:
+  size_t current_bytes() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return current_;
+  }
+  size_t peak_bytes() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peak_;
+  }
+
+protected:
+  void count_handed_out_locked(size_t size) {
+    current_ += size;
+    if (current_ > peak_) peak_ = current_;
+  }
+  mutable std::mutex mutex_;
+  size_t current_ = 0, peak_ = 0;
+};
+
+// A block is a piece of a cudaMalloc'd segment; the blocks of one segment
+// form a list in address order, so a freed block finds its free neighbours.
+struct Block {
+  enum class State { free, allocated, held };
+  char* ptr = nullptr;
+  size_t size = 0;
+  State state = State::free;
+  bool small = false;
+  std::thread::id owner;  // the thread whose allocations may use the block
+  Block* prev = nullptr;
+  Block* next = nullptr;
+  StreamUses uses;  // streams other than the owner's that used it
+  bool whole_segment() const { return !prev && !next; }
+};
+
+struct BySize {
+  bool operator()(const Block* a, const Block* b) const {
+    return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+  }
+};
+using FreeBlocks = std::set<Block*, BySize>;
+
+struct Pool {  // one thread's free blocks
+  FreeBlocks small, large;
+  FreeBlocks& of(bool is_small) { return is_small ? small : large; }
+};
+
+class CudaDeviceAllocator final : public CountingAllocator {
 public:
   explicit CudaDeviceAllocator(int device) : device_(device) {}
   ~CudaDeviceAllocator() override {
@@ -57,69 +155,215 @@ public:
   Device device() const override { return Device::cuda(device_); }
 
   void* allocate(size_t bytes) override {
-    // Beyond this the bin arithmetic would wrap; no device has that much anyway.
-    size_t size = bytes > (size_t(1) << 60) ? bytes : CachingAllocator::bin_size(bytes);
-    Key key{std::this_thread::get_id(), size};
-    std::lock_guard<std::mutex> lock(mutex_);
-    void* ptr = nullptr;
-    auto it = free_.find(key);
-    if (it != free_.end() && !it->second.empty()) {
-      ptr = it->second.back();
-      it->second.pop_back();
-      cached_ -= size;
-    } else {
-      ptr = raw_allocate(size);
-      if (!ptr && cached_ > 0) {
-        release_cached_locked();
-        ptr = raw_allocate(size);
-      }
-      if (!ptr) fail_out_of_memory(bytes);
+    size_t size = bytes > kHuge ? bytes : round_up(CachingAllocator::bin_size(bytes), kAlignment);
+    bool small = size <= kSmallRequest;
+    std::unique_lock<std::mutex> lock(mutex_);
+    poll_held_locked();
+    Block* block = take_free_locked(size, small);
+    if (!block) block = new_segment_locked(size, small);
+    if (!block && (reserved_ > current_ || !held_.empty())) {
+      retry_after_out_of_memory(lock);
+      block = take_free_locked(size, small);
+      if (!block) block = new_segment_locked(size, small);
     }
-    live_.emplace(ptr, Key{key.owner, size});
-    current_ += size;
-    if (current_ > peak_) peak_ = current_;
-    return ptr;
+    if (!block) fail_out_of_memory(bytes);
+    split_locked(block, size);
+    block->state = Block::State::allocated;
+    live_.emplace(block->ptr, block);
+    count_handed_out_locked(block->size);
+    return block->ptr;
   }
 
   void deallocate(void* ptr, size_t /*bytes*/) override {
     if (!ptr) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = live_.find(ptr);
+    auto it = live_.find(static_cast<char*>(ptr));
     if (it == live_.end()) {
       // Called from destructors: report instead of throwing.
       std::fprintf(stderr, "lockstep: cuda:%d allocator asked to free %p, which it did not hand out\n", device_, ptr);
       return;
     }
-    Key key = it->second;
+    Block* block = it->second;
     live_.erase(it);
-    free_[key].push_back(ptr);
-    current_ -= key.size;
-    cached_ += key.size;
+    current_ -= block->size;
+    if (block->uses.empty()) {
+      free_block_locked(block);
+    } else {
+      block->state = Block::State::held;
+      held_.push_back(block);
+    }
   }
 
-  size_t current_bytes() const override {
+  // False when `ptr` lies in no block this allocator handed out.
+  bool record_stream(const void* ptr, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return current_;
+    auto it = block_holding(live_, ptr, [](const Block* block) { return block->size; });
+    if (it == live_.end()) return false;
+    it->second->uses.record(stream, events_);
+    return true;
   }
-  size_t peak_bytes() const override {
+
+  void track_stream(cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return peak_;
+    tracked_.insert(stream);
   }
+  void untrack_stream(cudaStream_t stream) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // A retry may be synchronising a copy of the set: the stream must outlive it.
+    retry_done_.wait(lock, [&] { return retrying_ == 0; });
+    tracked_.erase(stream);
+  }
+
+  CudaAllocatorStats stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {reserved_, segments_, held_.size(), oom_retries_};
+  }
+
   size_t cached_bytes() const override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return cached_;
+    return reserved_ - current_;
   }
   void release_cached() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    release_cached_locked();
+    poll_held_locked();
+    release_free_segments_locked();
   }
 
 private:
-  struct Key {
-    std::thread::id owner;  // the thread whose allocations may reuse the block
-    size_t size;            // the block's binned size
-    bool operator<(const Key& o) const { return owner != o.owner ? owner < o.owner : size < o.size; }
-  };
+  // Best fit among the calling thread's free blocks of the pool.
+  Block* take_free_locked(size_t size, bool small) {
+    auto pool = pools_.find(std::this_thread::get_id());
+    if (pool == pools_.end()) return nullptr;
+    FreeBlocks& blocks = pool->second.of(small);
+    Block probe;
+    probe.size = size;
+    auto it = blocks.lower_bound(&probe);
+    if (it == blocks.end() || (!kSplitSegments && (*it)->size != size)) return nullptr;
+    Block* block = *it;
+    blocks.erase(it);
+    return block;
+  }
+
+  // A new segment for the calling thread, as one free block not yet in any
+  // pool; nullptr when the device is out of memory.
+  Block* new_segment_locked(size_t size, bool small) {
+    size_t segment = !kSplitSegments          ? size
+                     : small                   ? kSmallSegment
+                     : size <= kMediumRequest ? kMediumSegment
+                     : size > kHuge           ? size
+                                              : round_up(size, kSegmentRounding);
+    void* ptr = raw_allocate(segment);
+    if (!ptr && segment > size) ptr = raw_allocate(segment = size);  // what fits rather than nothing
+    if (!ptr) return nullptr;
+    auto* block = new Block;
+    block->ptr = static_cast<char*>(ptr);
+    block->size = segment;
+    block->small = small;
+    block->owner = std::this_thread::get_id();
+    reserved_ += segment;
+    ++segments_;
+    return block;
+  }
+
+  // Keeps `size` bytes of `block`; a rest worth keeping becomes a free block.
+  void split_locked(Block* block, size_t size) {
+    size_t rest = block->size - size;
+    if (!kSplitSegments || rest < (block->small ? kSmallRest : kLargeRest)) return;
+    auto* tail = new Block;
+    tail->ptr = block->ptr + size;
+    tail->size = rest;
+    tail->small = block->small;
+    tail->owner = block->owner;
+    tail->prev = block;
+    tail->next = block->next;
+    if (block->next) block->next->prev = tail;
+    block->next = tail;
+    block->size = size;
+    pools_[tail->owner].of(tail->small).insert(tail);
+  }
+
+  // Marks a block free, merges it with free neighbours and files it in its owner's pool.
+  void free_block_locked(Block* block) {
+    block->state = Block::State::free;
+    FreeBlocks& blocks = pools_[block->owner].of(block->small);
+    if (Block* prev = block->prev; prev && prev->state == Block::State::free) {
+      blocks.erase(prev);
+      absorb_next(prev);
+      block = prev;
+    }
+    if (Block* next = block->next; next && next->state == Block::State::free) {
+      blocks.erase(next);
+      absorb_next(block);
+    }
+    blocks.insert(block);
+  }
+
+  // `block` takes over the block after it in its segment.
+  static void absorb_next(Block* block) {
+    Block* next = block->next;
+    block->size += next->size;
+    block->next = next->next;
+    if (next->next) next->next->prev = block;
+    delete next;
+  }
+
+  // Frees the held blocks whose streams have finished with them; never blocks.
+  void poll_held_locked() {
+    for (size_t i = 0; i < held_.size();) {
+      if (!held_[i]->uses.poll(events_)) {
+        ++i;
+        continue;
+      }
+      Block* block = held_[i];
+      held_[i] = held_.back();
+      held_.pop_back();
+      free_block_locked(block);
+    }
+  }
+
+  // Gives every segment that is one free block back to the device.
+  void release_free_segments_locked() {
+    DeviceGuard guard(device_);
+    for (auto& [owner, pool] : pools_) {
+      for (FreeBlocks* blocks : {&pool.small, &pool.large}) {
+        for (auto it = blocks->begin(); it != blocks->end();) {
+          Block* block = *it;
+          if (!block->whole_segment()) {
+            ++it;
+            continue;
+          }
+          free_quietly_at_exit(cudaFree, block->ptr, "cudaFree(ptr)");
+          reserved_ -= block->size;
+          --segments_;
+          delete block;
+          it = blocks->erase(it);
+        }
+      }
+    }
+  }
+
+  // cudaMalloc failed with memory cached: wait, with the mutex released, for
+  // this device's tracked streams (the step's collectives among them) and for
+  // the held blocks' events, then give every free segment back. See the
+  // header for why the wait comes before cudaFree.
+  void retry_after_out_of_memory(std::unique_lock<std::mutex>& lock) {
+    ++oom_retries_;
+    ++retrying_;
+    std::vector<cudaStream_t> streams(tracked_.begin(), tracked_.end());
+    std::vector<cudaEvent_t> events;
+    for (Block* block : held_)
+      for (cudaEvent_t event : block->uses.events()) events.push_back(event);
+    lock.unlock();
+    {
+      DeviceGuard guard(device_);
+      wait_for(streams, events);
+    }
+    lock.lock();
+    --retrying_;
+    retry_done_.notify_all();
+    poll_held_locked();
+    release_free_segments_locked();
+  }
 
   // Returns nullptr when the device is out of memory; throws on any other failure.
   void* raw_allocate(size_t size) {
@@ -134,16 +378,6 @@ private:
     return ptr;
   }
 
-  // cudaFree waits for the device, so blocks still read by queued work on any
-  // stream are safe to give back here.
-  void release_cached_locked() {
-    DeviceGuard guard(device_);
-    for (auto& [key, blocks] : free_)
-      for (void* ptr : blocks) free_quietly_at_exit(cudaFree, ptr, "cudaFree(ptr)");
-    free_.clear();
-    cached_ = 0;
-  }
-
   [[noreturn]] void fail_out_of_memory(size_t bytes) {
     size_t free_bytes = 0, total_bytes = 0;
     std::string device_line;
@@ -155,24 +389,125 @@ private:
         cudaGetLastError();
     }
     LS_FAIL("out of memory on cuda:", device_, ": asked for ", bytes, " bytes (", human_bytes(bytes), ") with ",
-            current_, " bytes (", human_bytes(current_), ") in use", device_line,
-            "; try a smaller batch (--batch) or a smaller model");
+            current_, " bytes (", human_bytes(current_), ") in use and ", human_bytes(reserved_ - current_),
+            " cached", device_line, "; try a smaller batch (--batch) or a smaller model");
   }
 
   int device_;
-  mutable std::mutex mutex_;
-  std::map<Key, std::vector<void*>> free_;
-  std::unordered_map<void*, Key> live_;
-  size_t current_ = 0, peak_ = 0, cached_ = 0;
+  std::map<std::thread::id, Pool> pools_;
+  std::map<char*, Block*> live_;  // handed out, by address (record_stream finds a view's block)
+  std::vector<Block*> held_;      // freed, waiting for their streams
+  std::set<cudaStream_t> tracked_;
+  EventPool events_;
+  std::condition_variable retry_done_;
+  int retrying_ = 0;
+  size_t reserved_ = 0, segments_ = 0, oom_retries_ = 0;
 };
 
-class PinnedHostAllocator final : public CachingAllocator {
+// Page-locked host memory in CachingAllocator's bins, with the event rule:
+// a freed block that an asynchronous copy still reads or writes is held back.
+class PinnedHostAllocator final : public CountingAllocator {
 public:
-  ~PinnedHostAllocator() override { release_all_cached_locked_free(); }
+  ~PinnedHostAllocator() override { release_cached(); }
   Device device() const override { return Device::cpu(); }
 
-protected:
-  void* raw_allocate(size_t bytes) override {
+  void* allocate(size_t bytes) override {
+    size_t size = CachingAllocator::bin_size(bytes);
+    std::unique_lock<std::mutex> lock(mutex_);
+    poll_held_locked();
+    void* ptr = nullptr;
+    if (auto it = free_.find(size); it != free_.end()) {
+      ptr = it->second;
+      free_.erase(it);
+      cached_ -= size;
+    } else {
+      ptr = raw_allocate(size);
+      if (!ptr && (!free_.empty() || !held_.empty())) {
+        // Out of memory: wait for the copies of held blocks (unlocked, as the
+        // device allocator does), give the cache back and try once more.
+        std::vector<cudaEvent_t> events;
+        for (auto& [p, block] : held_)
+          for (cudaEvent_t event : block.uses.events()) events.push_back(event);
+        lock.unlock();
+        wait_for({}, events);
+        lock.lock();
+        poll_held_locked();
+        release_free_locked();
+        ptr = raw_allocate(size);
+      }
+      LS_CHECK(ptr != nullptr, "out of pinned host memory: asked for ", bytes, " bytes (", human_bytes(bytes),
+               ") with ", human_bytes(current_), " in use; try a smaller batch");
+    }
+    live_.emplace(static_cast<char*>(ptr), Block{size, {}});
+    count_handed_out_locked(size);
+    return ptr;
+  }
+
+  void deallocate(void* ptr, size_t /*bytes*/) override {
+    if (!ptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(static_cast<char*>(ptr));
+    if (it == live_.end()) {
+      std::fprintf(stderr, "lockstep: pinned allocator asked to free %p, which it did not hand out\n", ptr);
+      return;
+    }
+    current_ -= it->second.size;
+    cached_ += it->second.size;
+    if (it->second.uses.empty())
+      free_.emplace(it->second.size, ptr);
+    else
+      held_.emplace(it->first, std::move(it->second));
+    live_.erase(it);
+  }
+
+  bool record_stream(const void* ptr, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = block_holding(live_, ptr, [](const Block& block) { return block.size; });
+    if (it == live_.end()) return false;
+    it->second.uses.record(stream, events_);
+    return true;
+  }
+
+  size_t held_blocks() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_.size();
+  }
+  size_t cached_bytes() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+  void release_cached() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    poll_held_locked();
+    release_free_locked();
+  }
+
+private:
+  struct Block {
+    size_t size;
+    StreamUses uses;
+  };
+
+  void poll_held_locked() {
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (!it->second.uses.poll(events_)) {
+        ++it;
+        continue;
+      }
+      free_.emplace(it->second.size, it->first);
+      it = held_.erase(it);
+    }
+  }
+
+  void release_free_locked() {
+    for (auto& [size, ptr] : free_) {
+      free_quietly_at_exit(cudaFreeHost, ptr, "cudaFreeHost(ptr)");
+      cached_ -= size;
+    }
+    free_.clear();
+  }
+
+  static void* raw_allocate(size_t bytes) {
     void* ptr = nullptr;
     cudaError_t status = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
     if (status == cudaErrorMemoryAllocation) {
@@ -183,14 +518,17 @@ protected:
       cuda_detail::throw_status("cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable)", status, __FILE__, __LINE__);
     return ptr;
   }
-  void raw_free(void* ptr) override { free_quietly_at_exit(cudaFreeHost, ptr, "cudaFreeHost(ptr)"); }
+
+  std::multimap<size_t, void*> free_;
+  std::map<char*, Block> live_;  // by address, so a view's block is found
+  std::map<char*, Block> held_;  // freed, waiting for their copies
+  EventPool events_;
+  size_t cached_ = 0;
 };
 
-}  // namespace
-
-std::shared_ptr<Allocator> cuda_allocator_for(int device) {
+std::shared_ptr<CudaDeviceAllocator> device_allocator(int device) {
   static std::mutex mutex;
-  static std::array<std::shared_ptr<Allocator>, 64> table;
+  static std::array<std::shared_ptr<CudaDeviceAllocator>, 64> table;
   std::lock_guard<std::mutex> lock(mutex);
   if (device >= 0 && device < static_cast<int>(table.size()) && table[device]) return table[device];
   int count = cuda_device_count();
@@ -202,9 +540,41 @@ std::shared_ptr<Allocator> cuda_allocator_for(int device) {
   return table[device];
 }
 
-std::shared_ptr<Allocator> cuda_pinned_allocator() {
+std::shared_ptr<PinnedHostAllocator> pinned_allocator() {
   static auto pinned = std::make_shared<PinnedHostAllocator>();
   return pinned;
 }
+
+}  // namespace
+
+std::shared_ptr<Allocator> cuda_allocator_for(int device) { return device_allocator(device); }
+
+std::shared_ptr<Allocator> cuda_pinned_allocator() { return pinned_allocator(); }
+
+bool cuda_record_pinned_use(const void* ptr, cudaStream_t stream) {
+  return ptr && pinned_allocator()->record_stream(ptr, stream);
+}
+
+void cuda_record_stream(const void* ptr, cudaStream_t stream) {
+  if (!ptr || cuda_record_pinned_use(ptr, stream)) return;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    cudaGetLastError();  // not memory CUDA knows: nothing to track
+    return;
+  }
+  if (attributes.type == cudaMemoryTypeDevice) device_allocator(attributes.device)->record_stream(ptr, stream);
+}
+
+void cuda_allocator_track_stream(int device, cudaStream_t stream) { device_allocator(device)->track_stream(stream); }
+
+void cuda_allocator_untrack_stream(int device, cudaStream_t stream) {
+  device_allocator(device)->untrack_stream(stream);
+}
+
+CudaAllocatorStats cuda_allocator_stats(int device) { return device_allocator(device)->stats(); }
+
+size_t cuda_pinned_held_blocks() { return pinned_allocator()->held_blocks(); }
+
+bool cuda_allocator_splits_segments() { return kSplitSegments; }
 
 }  // namespace lockstep

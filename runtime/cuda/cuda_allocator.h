@@ -1,34 +1,93 @@
 #pragma once
 // The CUDA backend's allocators.
 //
-// Device memory: one caching allocator per GPU. Blocks are rounded up to
-// CachingAllocator::bin_size and kept when freed, so the steady state of
-// training calls neither cudaMalloc nor cudaFree; current and peak bytes count
-// the blocks handed out. When cudaMalloc fails, every cached block is given
-// back (cudaFree waits for the device) and the call tried once more; after
-// that an Error says how much was asked, how much is in use and cached, what
-// the device still has free, and suggests a smaller batch.
+// Device memory: one caching allocator per GPU. Requests are rounded up to
+// CachingAllocator::bin_size and served best-fit from segments obtained with
+// cudaMalloc: requests up to 1 MiB from 2 MiB segments, requests up to 10 MiB
+// from 20 MiB segments, larger ones from a segment of their own (rounded to
+// 2 MiB). A block is split when the rest is worth keeping and coalesced with
+// free neighbours when freed, so shapes that vary from step to step (the last
+// partial batch, evaluation, uneven splits) reuse the same segments instead of
+// adding a segment per size. The steady state of training calls neither
+// cudaMalloc nor cudaFree; current and peak bytes count the blocks handed out.
+// When cudaMalloc fails the allocator retries once after giving back every
+// free segment (see "Out of memory" below); after that an Error says how much
+// was asked, how much is in use and cached, what the device still has free,
+// and suggests a smaller batch.
 //
-// Reuse rule (stream safety): a freed block is handed out again only to an
-// allocation made by the thread that allocated it first, whichever thread
-// frees it. lockstep gives each context one long-lived thread that queues
-// all of its work on that context's compute stream, so a block's next user is
-// queued behind every earlier use of it on the same stream and needs no
-// event. Two consequences for callers:
-//  - work on another stream (the communication stream, another context) that
-//    reads or writes a block must be finished, or waited for with an event,
-//    before the last tensor viewing the block is released; the long-lived
-//    arenas that NCCL reduces are not released in the steady state;
-//  - the synchronous copies and fills of runtime/memory.h run on the legacy
-//    default stream, which the context's (blocking) streams are ordered
-//    against, so they are safe from any thread.
+// Reuse rule (stream safety). Two parts:
+//  - A free block is handed out again only to an allocation made by the
+//    thread that created its segment, whichever thread frees it. lockstep
+//    gives each context one long-lived thread that queues all of its work on
+//    that context's compute stream, so a block's next user is queued behind
+//    every earlier use of it on the same stream and needs no event. This is
+//    kept rather than per-stream pools because Allocator::allocate takes no
+//    stream: the thread is the only thing that names the stream it serves.
+//  - Work on any other stream (the communication stream, a copy stream,
+//    another context) that reads or writes a block must be announced with
+//    cuda_record_stream(ptr, stream) right after it is queued. That records
+//    an event on the stream; when the block is freed it is held back, neither
+//    handed out nor coalesced, until every such event has completed (polled
+//    with cudaEventQuery on later calls; the allocator never blocks for it
+//    except in the out-of-memory retry). Pinned host blocks follow the same
+//    rule for the asynchronous copies that read or write them, so a host
+//    buffer is never refilled while a copy from it is in flight.
+//  The synchronous copies and fills of runtime/memory.h run on the legacy
+//  default stream, which blocking streams are ordered against; they need no
+//  record.
 //
-// Pinned host memory (cudaHostAlloc, portable to every device) is a
-// CachingAllocator: a pinned block must stay alive until the asynchronous
-// copies that read or write it have finished.
+// Out of memory. cudaFree synchronises the whole device and takes a
+// device-wide lock; if this device's communication stream holds a collective
+// whose peers have not launched theirs yet, and a peer's thread needs that
+// lock (cudaMalloc, cudaFree) or this allocator's mutex before launching, the
+// two wait for each other. So the retry first waits, without holding the
+// allocator's mutex, for every stream registered with
+// cuda_allocator_track_stream for this device and for the events of held-back
+// blocks; only then does it cudaFree the free segments, with nothing of this
+// device's left in flight for cudaFree to wait on.
+//
+// Pinned host memory (cudaHostAlloc, portable to every device) is binned like
+// CachingAllocator, with the event rule above.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
 #include <memory>
 
 #include "runtime/allocator.h"
 
-// cuda_allocator_for and cuda_pinned_allocator are declared in
-// runtime/allocator.h, which allocator_for and pinned_host_allocator call them from.
+namespace lockstep {
+
+// Announces that work just queued on `stream` reads or writes the memory at
+// `ptr` (anywhere inside a block of a device allocator or of the pinned
+// allocator). After the block is freed it is not handed out again until that
+// work is done. Call it with the stream's device current. Memory that no
+// lockstep allocator handed out (pageable host memory, a raw cudaMalloc) is
+// ignored: its owner keeps it alive.
+void cuda_record_stream(const void* ptr, cudaStream_t stream);
+// The same for pinned host memory only, cheap enough for every asynchronous
+// copy to call on both its ends: a map look-up, and an event record when `ptr`
+// is pinned. (Recording a device block on its owner's own stream would only
+// delay its reuse.) Returns whether `ptr` is in a pinned block.
+bool cuda_record_pinned_use(const void* ptr, cudaStream_t stream);
+
+// Streams of `device` that the out-of-memory retry waits for before it gives
+// memory back (a context's compute and communication streams). A stream must
+// be untracked before it is destroyed.
+void cuda_allocator_track_stream(int device, cudaStream_t stream);
+void cuda_allocator_untrack_stream(int device, cudaStream_t stream);
+
+// What a device allocator holds, for tests and diagnostics.
+struct CudaAllocatorStats {
+  size_t reserved_bytes = 0;  // in segments obtained from cudaMalloc
+  size_t segments = 0;        // cudaMalloc calls not yet freed
+  size_t held_blocks = 0;     // freed, waiting for events on other streams
+  size_t oom_retries = 0;     // out-of-memory retries so far
+};
+CudaAllocatorStats cuda_allocator_stats(int device);
+// Freed pinned blocks still waiting for their copies.
+size_t cuda_pinned_held_blocks();
+// False on the emulated device under ASan, where every block is a cudaMalloc
+// of its own so that overruns are reported (see cuda_allocator.cpp).
+bool cuda_allocator_splits_segments();
+
+}  // namespace lockstep

@@ -40,6 +40,9 @@ HostBatch pinned_batch(int64_t count, const Shape& sample, uint64_t seed) {
 
 void check_no_host_syncs(const std::string& name, const Shape& sample, int devices) {
   INFO(name << " on " << devices << " emulated device(s)");
+  // Nothing lockstep queues, from the replicas' creation on, names the legacy
+  // default stream: every stream is non-blocking and every copy has one.
+  const uint64_t legacy_before = emu::legacy_stream_calls();
   std::vector<Device> on;
   for (int d = 0; d < devices; ++d) on.push_back(Device::cuda(d));
   ReplicaManager manager(
@@ -57,6 +60,7 @@ void check_no_host_syncs(const std::string& name, const Shape& sample, int devic
     const uint64_t all_before = emu::host_synchronizations();
     StepMetrics m = manager.train_step(batch, 0.01f, sgd);
     const uint64_t all = emu::host_synchronizations() - all_before;
+    REQUIRE(emu::legacy_stream_calls() == legacy_before);
     REQUIRE(m.count == 6);
     REQUIRE(std::isfinite(m.loss_sum));
     if (step == 0) continue;
@@ -64,6 +68,9 @@ void check_no_host_syncs(const std::string& name, const Shape& sample, int devic
     // In all, the one read-back of each replica.
     REQUIRE(all == static_cast<uint64_t>(devices));
   }
+  // Nor do the reads user code makes: a checkpoint's and the replicas' comparison.
+  REQUIRE(manager.replicas_identical());
+  REQUIRE(emu::legacy_stream_calls() == legacy_before);
 }
 
 }  // namespace

@@ -66,9 +66,9 @@ public:
   void make_current() const;
   // Stream-ordered copy and fill: on a GPU they are queued on the compute
   // stream (pinned host memory keeps a host copy asynchronous), unlike
-  // Tensor::copy_from and Tensor::zero, which run on the legacy default
-  // stream and wait. `src` and `dst` need the same element count and dtype;
-  // one of them may live on the host.
+  // Tensor::copy_from and Tensor::zero, which wait for the device's queued
+  // work and for the copy (runtime/memory.h). `src` and `dst` need the same
+  // element count and dtype; one of them may live on the host.
   void copy(const Tensor& src, Tensor& dst);
   void zero(Tensor& t);
 

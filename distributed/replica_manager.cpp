@@ -38,6 +38,34 @@ Tensor slice_to_device(const Tensor& host, Slice slice, Context& ctx) {
   ctx.copy(part, on_device);
   return on_device;
 }
+// What a rehearsal's layers see of the other replicas: the real group's size
+// (so synchronised batch norm takes its synchronised path and sizes its
+// buffers), and sums that leave each replica's own values. The rehearsal's
+// results are thrown away; it makes no collective.
+class RehearsalGroup final : public ReplicaGroup {
+public:
+  explicit RehearsalGroup(int size) : size_(size) {}
+  int size() const override { return size_; }
+  void all_reduce_sum(Context&, double*, int64_t) override {}
+
+private:
+  int size_;
+};
+
+// Puts a context's replica group back however the scope ends.
+class GroupSwap {
+public:
+  GroupSwap(Context& ctx, ReplicaGroup* group) : ctx_(ctx), saved_(ctx.replica_group()) {
+    ctx.set_replica_group(group);
+  }
+  ~GroupSwap() { ctx_.set_replica_group(saved_); }
+  GroupSwap(const GroupSwap&) = delete;
+  GroupSwap& operator=(const GroupSwap&) = delete;
+
+private:
+  Context& ctx_;
+  ReplicaGroup* saved_;
+};
 }  // namespace
 
 ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<Device>& devices,
@@ -120,6 +148,38 @@ void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
   }
 }
 
+void ReplicaManager::plan_step(const HostBatch& batch) {
+  const int64_t global = batch.count;
+  const int n = global_size();
+  if (!options_.plan_new_shapes || n == 1 || planned_counts_.count(global)) return;
+  run_on_all([&](Replica& r) {
+    Slice slice = replica_slice(global, n, global_rank(r.rank));
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
+    // Forward and backward overwrite what they write (activations, gradients,
+    // batch statistics) in the real step; the running statistics, which the
+    // batch-norm combination updates, are kept and put back.
+    Tensor& state = r.model->state_arena();
+    Tensor kept;
+    if (state.defined() && state.numel() > 0) {
+      kept = Tensor::empty(state.shape(), state.device());
+      r.ctx->copy(state, kept);
+    }
+    {
+      RehearsalGroup rehearsal(r.group->size());
+      GroupSwap swap(*r.ctx, &rehearsal);
+      const StepInfo info{options_.seed, step_, slice.offset};
+      r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), nullptr);
+      // Alone (no communicator): the combination's buffers, no collective.
+      r.bn_sync.run(*r.model, *r.ctx, nullptr, r.rank, 1.0);
+    }
+    if (kept.defined()) r.ctx->copy(kept, state);
+  });
+  // No process starts the step's collectives before every process has planned.
+  if (processes() > 1) any_process(false);
+  planned_counts_.insert(global);
+}
+
 StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd) {
   const int64_t global = batch.count;
   LS_CHECK(global > 0, "train_step on an empty batch");
@@ -130,6 +190,7 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   // the synchronised statistics of each BN layer.
   LS_CHECK(!options_.context.sync_batch_norm || global >= n, "synchronised batch norm needs a sample per replica: a ",
            "batch of ", global, " over ", n, " replicas");
+  plan_step(batch);
   const uint64_t step = step_;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));

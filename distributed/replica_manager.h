@@ -8,6 +8,7 @@
 // replica, so the replicas stay bit-identical without a broadcast.
 #include <chrono>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "runtime/batch_source.h"
@@ -29,6 +30,14 @@ struct ReplicaOptions {
   // global replica p * size() + r), and metrics, logits and the first
   // process's parameters cross processes.
   std::shared_ptr<ProcessGroup> processes;
+  // Before the first step at a batch size it has not seen (the first step, a
+  // partial last batch), every replica rehearses the step without
+  // collectives: cuDNN's algorithm searches, their scratch and the workspace
+  // growth, and every block the step allocates, happen there, so that no
+  // replica calls cudaMalloc or cudaFree while a collective is in flight
+  // (NCCL documents that this can deadlock). Costs one forward and backward
+  // per new batch size. Off only to compare.
+  bool plan_new_shapes = true;
 };
 
 // Seconds spent in each phase, summed over the steps since the last reset
@@ -93,6 +102,9 @@ private:
   void run_on_all(const std::function<void(Replica&)>& job);
   int global_size() const { return size() * processes(); }
   int global_rank(int rank) const { return process_rank() * size() + rank; }
+  // The rehearsal of plan_new_shapes for a batch of `batch.count` samples,
+  // on every replica (and process), unless done before for that count.
+  void plan_step(const HostBatch& batch);
   // Metrics of this process's replicas summed with every other process's.
   StepMetrics sum_over_processes(const StepMetrics& local);
 
@@ -100,6 +112,7 @@ private:
   std::unique_ptr<Communicator> comm_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   uint64_t step_ = 0;
+  std::set<int64_t> planned_counts_;  // global batch sizes rehearsed
   bool failed_ = false;
   PhaseTimes times_;
 };

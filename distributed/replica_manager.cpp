@@ -151,7 +151,9 @@ void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
 void ReplicaManager::plan_step(const HostBatch& batch) {
   const int64_t global = batch.count;
   const int n = global_size();
-  if (!options_.plan_new_shapes || n == 1 || planned_counts_.count(global)) return;
+  // CPU replicas allocate from the heap, which never waits for a collective.
+  const bool on_gpus = replicas_[0]->device.is_cuda();
+  if (!options_.plan_new_shapes || !on_gpus || n == 1 || planned_counts_.count(global)) return;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);

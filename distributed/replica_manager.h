@@ -36,7 +36,8 @@ struct ReplicaOptions {
   // growth, and every block the step allocates, happen there, so that no
   // replica calls cudaMalloc or cudaFree while a collective is in flight
   // (NCCL documents that this can deadlock). Costs one forward and backward
-  // per new batch size. Off only to compare.
+  // per new batch size, on GPUs with more than one replica only. Off only
+  // to compare.
   bool plan_new_shapes = true;
 };
 

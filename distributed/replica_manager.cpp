@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "distributed/batch_split.h"
+#include "distributed/batch_staging.h"
 #include "distributed/bn_sync.h"
 #include "distributed/communicator_group.h"
 #include "base/error.h"
@@ -15,6 +16,9 @@ namespace lockstep {
 struct ReplicaManager::Replica {
   int rank = 0;
   Device device;
+  // GPU replicas: the batch slices on the device. Before ctx, so it goes
+  // after ctx has waited for the copy stream that may still fill it.
+  BatchStaging staging;
   std::unique_ptr<Context> ctx;
   std::unique_ptr<Model> model;
   std::vector<Bucket> buckets;
@@ -156,6 +160,7 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
   if (!options_.plan_new_shapes || !on_gpus || n == 1 || planned_counts_.count(global)) return;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
+    r.staging.reserve(batch, slice.count, r.device);  // the step's slots: no allocation in it
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
     // Forward and backward overwrite what they write (activations, gradients,
@@ -182,7 +187,7 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
   planned_counts_.insert(global);
 }
 
-StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd) {
+StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd, const HostBatch* next) {
   const int64_t global = batch.count;
   LS_CHECK(global > 0, "train_step on an empty batch");
   LS_CHECK(batch.images.dim(0) >= global && batch.labels.numel() >= global, "batch of ", global,
@@ -201,8 +206,19 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
     const std::optional<uint64_t> syncs_at_start = host_synchronizations_on_this_thread();
     r.ctx->clear_marks();
     const int data_mark = r.ctx->mark_time();
-    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
-    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
+    Tensor images, labels;
+    if (r.device.is_cuda()) {
+      BatchStaging::Slices staged = r.staging.take(*r.ctx, batch, slice);
+      images = staged.images;
+      labels = staged.labels;
+      if (staged.ahead) ++r.times.batches_ahead;
+      // Overlaps this step's compute; never allocates.
+      if (next && next->count > 0)
+        r.staging.copy_ahead(*r.ctx, *next, replica_slice(next->count, n, global_rank(r.rank)));
+    } else {
+      images = slice_to_device(batch.images, slice, *r.ctx);
+      labels = slice_to_device(batch.labels, slice, *r.ctx);
+    }
 
     // Each bucket goes as soon as backward has finished every gradient in it.
     ParameterArenas& arenas = r.model->arenas();

@@ -55,6 +55,9 @@ struct PhaseTimes {
   // (the most of any replica), where the build counts them (the emulated GPU;
   // runtime/host_syncs.h); 0 elsewhere. Zero unless sync_timing is set.
   uint64_t host_syncs = 0;
+  // Steps whose batch the step before had already copied to the devices
+  // (train_step's `next`).
+  int64_t batches_ahead = 0;
 };
 
 class ReplicaManager {
@@ -78,7 +81,13 @@ public:
   // One training step on a global batch in host memory. Returns the summed
   // metrics of all replicas. Throws one Error naming the replica and device
   // if any replica fails; the manager is unusable afterwards.
-  StepMetrics train_step(const HostBatch& batch, float lr, const SgdConfig& sgd);
+  // `next`, when given, is the batch the following train_step will get: on
+  // GPUs its slices are copied to the devices on each replica's copy stream
+  // while this step runs (when they fit the room the current batch's took),
+  // so the following step starts with its data there. It must stay alive and
+  // untouched until that step has returned (or the manager is destroyed); a
+  // following step on another batch copies its own as usual.
+  StepMetrics train_step(const HostBatch& batch, float lr, const SgdConfig& sgd, const HostBatch* next = nullptr);
   // Inference over a batch; every sample counted once whatever the split.
   StepMetrics evaluate(const HostBatch& batch);
   // Inference-mode logits [count x classes] of a batch, row-major on the host.

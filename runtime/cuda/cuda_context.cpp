@@ -50,6 +50,7 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
     LS_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream, cudaStreamNonBlocking, greatest));
     LS_CUDA_CHECK(cudaStreamCreateWithPriority(&copy_stream, cudaStreamNonBlocking, least));
     register_context_streams(device, {compute_stream, comm_stream, copy_stream});
+    LS_CUDA_CHECK(cudaEventCreateWithFlags(&copies_ahead_done, cudaEventDisableTiming));
 
     LS_CUDNN_CHECK(cudnnCreate(&cudnn));
     LS_CUDNN_CHECK(cudnnSetStream(cudnn, compute_stream));
@@ -111,6 +112,8 @@ void CudaState::release() noexcept {
     pinned_allocator_->deallocate(step_metrics_host, step_metrics_bytes);
   }
   for (cudaEvent_t e : time_marks) LS_CUDA_LOG(cudaEventDestroy(e));
+  if (copies_ahead_done) LS_CUDA_LOG(cudaEventDestroy(copies_ahead_done));
+  copies_ahead_done = nullptr;
   time_marks.clear();
   time_marks_used = 0;
   if (compute_stream) LS_CUDA_LOG(cudaStreamDestroy(compute_stream));
@@ -136,6 +139,7 @@ CudaState& CudaState::operator=(CudaState&& other) noexcept {
   compute_stream = std::exchange(other.compute_stream, nullptr);
   comm_stream = std::exchange(other.comm_stream, nullptr);
   copy_stream = std::exchange(other.copy_stream, nullptr);
+  copies_ahead_done = std::exchange(other.copies_ahead_done, nullptr);
   cudnn = std::exchange(other.cudnn, nullptr);
   cublas = std::exchange(other.cublas, nullptr);
   options = other.options;

@@ -64,6 +64,9 @@ struct CudaState final : CudaLibraries {
   // Host-to-device copies queued ahead of the step that uses them (the replica
   // manager's next batch); the compute stream waits for them by an event.
   cudaStream_t copy_stream = nullptr;
+  // Recorded on the copy stream for the compute stream to wait on
+  // (Context::wait_for_copies_ahead).
+  cudaEvent_t copies_ahead_done = nullptr;
   ContextOptions options;
 
   void* workspace(size_t bytes) override;

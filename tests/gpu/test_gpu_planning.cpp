@@ -12,7 +12,6 @@
 
 #if LOCKSTEP_EMULATED_GPU
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -22,15 +21,15 @@
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "support/replica_models.h"
+#include "support/run_outcome.h"
 
 using namespace lockstep;
-using lockstep::testing::pinned_batch;
+using namespace lockstep::testing;
 
 namespace {
 
 struct RunResult {
-  std::vector<StepMetrics> metrics;
-  std::vector<float> params, momentum, state;
+  RunOutcome outcome;
   uint64_t allocations_during_collectives = 0;
 };
 
@@ -52,24 +51,18 @@ RunResult run(const std::string& name, const Shape& sample, bool plan, bool sync
   RunResult out;
   const uint64_t before = emu::allocations_during_collectives();
   uint64_t seed = 11;
+  std::vector<StepMetrics> metrics;
   for (int64_t count : {6, 5, -5, 6, 5}) {
     if (count < 0) {
-      out.metrics.push_back(manager.evaluate(pinned_batch(-count, sample, seed++)));
+      metrics.push_back(manager.evaluate(pinned_batch(-count, sample, seed++)));
       continue;
     }
-    out.metrics.push_back(manager.train_step(pinned_batch(count, sample, seed++), 0.01f, sgd));
+    metrics.push_back(manager.train_step(pinned_batch(count, sample, seed++), 0.01f, sgd));
   }
   out.allocations_during_collectives = emu::allocations_during_collectives() - before;
   REQUIRE(manager.replicas_identical());
-  Model& m = manager.model(0);
-  out.params = m.arenas().params.to_vector();
-  out.momentum = m.arenas().momentum.to_vector();
-  if (m.state_arena().defined() && m.state_arena().numel() > 0) out.state = m.state_arena().to_vector();
+  out.outcome = outcome_of(manager, std::move(metrics));
   return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 void check_planned(const std::string& name, const Shape& sample, bool sync_bn) {
@@ -83,16 +76,7 @@ void check_planned(const std::string& name, const Shape& sample, bool sync_bn) {
   WARN(name << (sync_bn ? " (sync-bn)" : "") << ": " << unplanned.allocations_during_collectives
             << " allocation calls during collectives without the planning pass, "
             << planned.allocations_during_collectives << " with it");
-  REQUIRE(planned.metrics.size() == unplanned.metrics.size());
-  for (size_t i = 0; i < planned.metrics.size(); ++i) {
-    INFO("step " << i);
-    CHECK(planned.metrics[i].count == unplanned.metrics[i].count);
-    CHECK(planned.metrics[i].correct == unplanned.metrics[i].correct);
-    CHECK(planned.metrics[i].loss_sum == unplanned.metrics[i].loss_sum);
-  }
-  CHECK(same_bits(planned.params, unplanned.params));
-  CHECK(same_bits(planned.momentum, unplanned.momentum));
-  CHECK(same_bits(planned.state, unplanned.state));
+  check_same_outcome(planned.outcome, unplanned.outcome);
 }
 
 }  // namespace

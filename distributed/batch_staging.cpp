@@ -18,12 +18,19 @@ bool BatchStaging::fits(const Slot& slot, const HostBatch& batch, int64_t count)
          slot.images.shape().rank() == batch.images.shape().rank() && slot.labels.numel() >= count;
 }
 
-void BatchStaging::reserve(const HostBatch& batch, int64_t count, Device device) {
+void BatchStaging::reserve(Context& ctx, const HostBatch& batch, int64_t count) {
+  const Device device = ctx.device();
   LS_CHECK(device.is_cuda(), "batch staging is for GPU replicas, got ", device.str());
+  bool ordered = false;
   for (Slot& slot : slots_) {
     if (fits(slot, batch, count)) continue;
-    // The old blocks' last users are done or ordered before the compute
-    // stream's later work (take() waits for the copies queued ahead first).
+    // The old block's readers of earlier steps are done (each step ends by
+    // waiting for its compute stream); a copy queued ahead may still write
+    // it, so the compute stream, where its next user will be queued, waits
+    // for that first. The slot no longer holds what was copied ahead.
+    if (!ordered) ctx.wait_for_copies_ahead();
+    ordered = true;
+    if (ahead_ >= 0 && &slots_[ahead_] == &slot) ahead_ = -1;
     slot = Slot{};
     slot.images = Tensor::empty(with_samples(batch.images.shape(), count), device, batch.images.dtype());
     slot.labels = Tensor::empty(Shape{count}, device, batch.labels.dtype());
@@ -57,10 +64,7 @@ BatchStaging::Slices BatchStaging::take(Context& ctx, const HostBatch& batch, Sl
     }
   }
   if (!out.ahead) {
-    // A copy queued ahead for another batch may still be writing a slot that
-    // reserve() is about to free: order the compute stream after it first.
-    if (ahead >= 0) ctx.wait_for_copies_ahead();
-    reserve(batch, slice.count, ctx.device());
+    reserve(ctx, batch, slice.count);
     current_ = 1 - current_;
     out = stage(ctx, slots_[current_], batch, slice);
   }

@@ -21,8 +21,10 @@ namespace lockstep {
 
 class BatchStaging {
 public:
-  // Both slots hold slices of at least `count` samples of `batch`'s sample shape.
-  void reserve(const HostBatch& batch, int64_t count, Device device);
+  // Both slots hold slices of at least `count` samples of `batch`'s sample
+  // shape. A slot that grows is freed after the compute stream has been
+  // ordered behind every copy queued ahead (one may still be filling it).
+  void reserve(Context& ctx, const HostBatch& batch, int64_t count);
 
   // `slice` of `batch` on the device, ordered before the compute stream's
   // later work. `ahead` tells whether the step before had copied it.

@@ -160,7 +160,7 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
   if (!options_.plan_new_shapes || !on_gpus || n == 1 || planned_counts_.count(global)) return;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
-    r.staging.reserve(batch, slice.count, r.device);  // the step's slots: no allocation in it
+    r.staging.reserve(*r.ctx, batch, slice.count);  // the step's slots: no allocation in it
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
     // Forward and backward overwrite what they write (activations, gradients,

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "distributed/batch_split.h"
+#include "distributed/batch_staging.h"
 #include "distributed/bn_sync.h"
 #include "distributed/communicator_group.h"
 #include "base/error.h"
@@ -15,6 +16,9 @@ namespace lockstep {
 struct ReplicaManager::Replica {
   int rank = 0;
   Device device;
+  // GPU replicas: the batch slices on the device. Before ctx, so it goes
+  // after ctx has waited for the copy stream that may still fill it.
+  BatchStaging staging;
   std::unique_ptr<Context> ctx;
   std::unique_ptr<Model> model;
   std::vector<Bucket> buckets;
@@ -38,6 +42,34 @@ Tensor slice_to_device(const Tensor& host, Slice slice, Context& ctx) {
   ctx.copy(part, on_device);
   return on_device;
 }
+// What a rehearsal's layers see of the other replicas: the real group's size
+// (so synchronised batch norm takes its synchronised path and sizes its
+// buffers), and sums that leave each replica's own values. The rehearsal's
+// results are thrown away; it makes no collective.
+class RehearsalGroup final : public ReplicaGroup {
+public:
+  explicit RehearsalGroup(int size) : size_(size) {}
+  int size() const override { return size_; }
+  void all_reduce_sum(Context&, double*, int64_t) override {}
+
+private:
+  int size_;
+};
+
+// Puts a context's replica group back however the scope ends.
+class GroupSwap {
+public:
+  GroupSwap(Context& ctx, ReplicaGroup* group) : ctx_(ctx), saved_(ctx.replica_group()) {
+    ctx.set_replica_group(group);
+  }
+  ~GroupSwap() { ctx_.set_replica_group(saved_); }
+  GroupSwap(const GroupSwap&) = delete;
+  GroupSwap& operator=(const GroupSwap&) = delete;
+
+private:
+  Context& ctx_;
+  ReplicaGroup* saved_;
+};
 }  // namespace
 
 ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<Device>& devices,
@@ -120,7 +152,42 @@ void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
   }
 }
 
-StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd) {
+void ReplicaManager::plan_step(const HostBatch& batch) {
+  const int64_t global = batch.count;
+  const int n = global_size();
+  // CPU replicas allocate from the heap, which never waits for a collective.
+  const bool on_gpus = replicas_[0]->device.is_cuda();
+  if (!options_.plan_new_shapes || !on_gpus || n == 1 || planned_counts_.count(global)) return;
+  run_on_all([&](Replica& r) {
+    Slice slice = replica_slice(global, n, global_rank(r.rank));
+    r.staging.reserve(*r.ctx, batch, slice.count);  // the step's slots: no allocation in it
+    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
+    // Forward and backward overwrite what they write (activations, gradients,
+    // batch statistics) in the real step; the running statistics, which the
+    // batch-norm combination updates, are kept and put back.
+    Tensor& state = r.model->state_arena();
+    Tensor kept;
+    if (state.defined() && state.numel() > 0) {
+      kept = Tensor::empty(state.shape(), state.device());
+      r.ctx->copy(state, kept);
+    }
+    {
+      RehearsalGroup rehearsal(r.group->size());
+      GroupSwap swap(*r.ctx, &rehearsal);
+      const StepInfo info{options_.seed, step_, slice.offset};
+      r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), nullptr);
+      // Alone (no communicator): the combination's buffers, no collective.
+      r.bn_sync.run(*r.model, *r.ctx, nullptr, r.rank, 1.0);
+    }
+    if (kept.defined()) r.ctx->copy(kept, state);
+  });
+  // No process starts the step's collectives before every process has planned.
+  if (processes() > 1) any_process(false);
+  planned_counts_.insert(global);
+}
+
+StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd, const HostBatch* next) {
   const int64_t global = batch.count;
   LS_CHECK(global > 0, "train_step on an empty batch");
   LS_CHECK(batch.images.dim(0) >= global && batch.labels.numel() >= global, "batch of ", global,
@@ -130,6 +197,7 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   // the synchronised statistics of each BN layer.
   LS_CHECK(!options_.context.sync_batch_norm || global >= n, "synchronised batch norm needs a sample per replica: a ",
            "batch of ", global, " over ", n, " replicas");
+  plan_step(batch);
   const uint64_t step = step_;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
@@ -138,8 +206,19 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
     const std::optional<uint64_t> syncs_at_start = host_synchronizations_on_this_thread();
     r.ctx->clear_marks();
     const int data_mark = r.ctx->mark_time();
-    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
-    Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
+    Tensor images, labels;
+    if (r.device.is_cuda()) {
+      BatchStaging::Slices staged = r.staging.take(*r.ctx, batch, slice);
+      images = staged.images;
+      labels = staged.labels;
+      if (staged.ahead) ++r.times.batches_ahead;
+      // Overlaps this step's compute; never allocates.
+      if (next && next->count > 0)
+        r.staging.copy_ahead(*r.ctx, *next, replica_slice(next->count, n, global_rank(r.rank)));
+    } else {
+      images = slice_to_device(batch.images, slice, *r.ctx);
+      labels = slice_to_device(batch.labels, slice, *r.ctx);
+    }
 
     // Each bucket goes as soon as backward has finished every gradient in it.
     ParameterArenas& arenas = r.model->arenas();

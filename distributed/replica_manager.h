@@ -8,6 +8,7 @@
 // replica, so the replicas stay bit-identical without a broadcast.
 #include <chrono>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "runtime/batch_source.h"
@@ -29,6 +30,15 @@ struct ReplicaOptions {
   // global replica p * size() + r), and metrics, logits and the first
   // process's parameters cross processes.
   std::shared_ptr<ProcessGroup> processes;
+  // Before the first step at a batch size it has not seen (the first step, a
+  // partial last batch), every replica rehearses the step without
+  // collectives: cuDNN's algorithm searches, their scratch and the workspace
+  // growth, and every block the step allocates, happen there, so that no
+  // replica calls cudaMalloc or cudaFree while a collective is in flight
+  // (NCCL documents that this can deadlock). Costs one forward and backward
+  // per new batch size, on GPUs with more than one replica only. Off only
+  // to compare.
+  bool plan_new_shapes = true;
 };
 
 // Seconds spent in each phase, summed over the steps since the last reset
@@ -45,6 +55,9 @@ struct PhaseTimes {
   // (the most of any replica), where the build counts them (the emulated GPU;
   // runtime/host_syncs.h); 0 elsewhere. Zero unless sync_timing is set.
   uint64_t host_syncs = 0;
+  // Steps whose batch the step before had already copied to the devices
+  // (train_step's `next`).
+  int64_t batches_ahead = 0;
 };
 
 class ReplicaManager {
@@ -68,7 +81,13 @@ public:
   // One training step on a global batch in host memory. Returns the summed
   // metrics of all replicas. Throws one Error naming the replica and device
   // if any replica fails; the manager is unusable afterwards.
-  StepMetrics train_step(const HostBatch& batch, float lr, const SgdConfig& sgd);
+  // `next`, when given, is the batch the following train_step will get: on
+  // GPUs its slices are copied to the devices on each replica's copy stream
+  // while this step runs (when they fit the room the current batch's took),
+  // so the following step starts with its data there. It must stay alive and
+  // untouched until that step has returned (or the manager is destroyed); a
+  // following step on another batch copies its own as usual.
+  StepMetrics train_step(const HostBatch& batch, float lr, const SgdConfig& sgd, const HostBatch* next = nullptr);
   // Inference over a batch; every sample counted once whatever the split.
   StepMetrics evaluate(const HostBatch& batch);
   // Inference-mode logits [count x classes] of a batch, row-major on the host.
@@ -93,6 +112,9 @@ private:
   void run_on_all(const std::function<void(Replica&)>& job);
   int global_size() const { return size() * processes(); }
   int global_rank(int rank) const { return process_rank() * size() + rank; }
+  // The rehearsal of plan_new_shapes for a batch of `batch.count` samples,
+  // on every replica (and process), unless done before for that count.
+  void plan_step(const HostBatch& batch);
   // Metrics of this process's replicas summed with every other process's.
   StepMetrics sum_over_processes(const StepMetrics& local);
 
@@ -100,6 +122,7 @@ private:
   std::unique_ptr<Communicator> comm_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   uint64_t step_ = 0;
+  std::set<int64_t> planned_counts_;  // global batch sizes rehearsed
   bool failed_ = false;
   PhaseTimes times_;
 };

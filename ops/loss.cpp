@@ -85,7 +85,7 @@ MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits,
         return [state = &gpu, host, labels, rows, classes] {
           DeviceGuard guard(state->device);
           cuda_synchronize_compute(*state);
-          LossSums sums = cuda::loss_sums_of(*host, labels.labels(), classes);
+          LossSums sums = cuda::loss_sums_of(state->compute_stream, *host, labels.labels(), classes);
           StepMetrics m;
           m.count = rows;
           m.loss_sum = sums.loss_sum;

@@ -46,19 +46,41 @@ void Context::make_current() const {
 #endif
 }
 
-void Context::copy(const Tensor& src, Tensor& dst) {
+namespace {
+// Checks a copy on a context of `device`; true when there is something to
+// copy on a GPU (on the CPU it is done here).
+bool prepare_copy(const Tensor& src, Tensor& dst, Device device) {
   LS_CHECK(src.numel() == dst.numel() && src.dtype() == dst.dtype(), "copy of ", src.shape().str(), " ",
            dtype_name(src.dtype()), " into ", dst.shape().str(), " ", dtype_name(dst.dtype()));
   for (const Tensor* t : {&src, static_cast<const Tensor*>(&dst)})
-    LS_CHECK(t->device().is_cpu() || t->device() == device_, "copy on a context of ", device_.str(), " touches ",
+    LS_CHECK(t->device().is_cpu() || t->device() == device, "copy on a context of ", device.str(), " touches ",
              t->device().str());
-  if (dst.numel() == 0) return;
-  if (!cuda_) {
+  if (dst.numel() == 0) return false;
+  if (device.is_cpu()) {
     std::memcpy(dst.raw(), src.raw(), dst.bytes());
-    return;
+    return false;
   }
+  return true;
+}
+}  // namespace
+
+void Context::copy(const Tensor& src, Tensor& dst) {
+  if (!prepare_copy(src, dst, device_)) return;
 #if LOCKSTEP_WITH_CUDA
   cuda_copy_on_compute(*cuda_, dst.raw(), src.raw(), dst.bytes());
+#endif
+}
+
+void Context::copy_ahead(const Tensor& src, Tensor& dst) {
+  if (!prepare_copy(src, dst, device_)) return;
+#if LOCKSTEP_WITH_CUDA
+  cuda_copy_ahead(*cuda_, dst.raw(), src.raw(), dst.bytes());
+#endif
+}
+
+void Context::wait_for_copies_ahead() {
+#if LOCKSTEP_WITH_CUDA
+  if (cuda_) cuda_wait_for_copies_ahead(*cuda_);
 #endif
 }
 

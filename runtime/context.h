@@ -66,11 +66,20 @@ public:
   void make_current() const;
   // Stream-ordered copy and fill: on a GPU they are queued on the compute
   // stream (pinned host memory keeps a host copy asynchronous), unlike
-  // Tensor::copy_from and Tensor::zero, which run on the legacy default
-  // stream and wait. `src` and `dst` need the same element count and dtype;
-  // one of them may live on the host.
+  // Tensor::copy_from and Tensor::zero, which wait for the device's queued
+  // work and for the copy (runtime/memory.h). `src` and `dst` need the same
+  // element count and dtype; one of them may live on the host.
   void copy(const Tensor& src, Tensor& dst);
   void zero(Tensor& t);
+  // Copies queued ahead of the compute stream: on a GPU on the context's
+  // copy stream, so a later step's host-to-device copy overlaps this step's
+  // compute. Compute work sees them only once wait_for_copies_ahead() has
+  // made the compute stream wait (an event: the host waits for nothing) for
+  // every copy queued ahead so far. On the CPU a plain copy, and no wait.
+  // The caller keeps `src` untouched, and `dst` unused by earlier compute
+  // work still queued, until the copy is done.
+  void copy_ahead(const Tensor& src, Tensor& dst);
+  void wait_for_copies_ahead();
 
   // The replicas this context's replica belongs to (not owned), or null for
   // a context of its own (the replica manager sets it).

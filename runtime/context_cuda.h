@@ -28,5 +28,9 @@ double cuda_seconds_between(CudaState& state, int from, int to);
 // Stream-ordered copy (any direction) and fill, queued on the compute stream.
 void cuda_copy_on_compute(CudaState& state, void* dst, const void* src, size_t bytes);
 void cuda_zero_on_compute(CudaState& state, void* dst, size_t bytes);
+// A copy queued on the copy stream, and the compute stream's wait (by an
+// event) for every copy queued there so far.
+void cuda_copy_ahead(CudaState& state, void* dst, const void* src, size_t bytes);
+void cuda_wait_for_copies_ahead(CudaState& state);
 
 }  // namespace lockstep

@@ -1,6 +1,8 @@
 #pragma once
-// Byte copies and fills between the CPU and CUDA devices. On a GPU these run
-// synchronously on the default stream; streamed copies go through Context.
+// Byte copies and fills between the CPU and CUDA devices. On a GPU these are
+// synchronous: they wait for the work queued on the streams of the devices
+// they touch, and only those (runtime/cuda/cuda_memory.h); streamed copies go
+// through Context.
 #include <cstddef>
 
 #include "runtime/device.h"

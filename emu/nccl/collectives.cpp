@@ -3,6 +3,8 @@
 // NCCL_CHECK_POINTERS=1); the collective itself is queued on the stream and
 // meets the other ranks there (clique.h).
 #include <climits>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "emu/nccl/group.h"
@@ -18,6 +20,14 @@ namespace {
 // outside a group, collectives for two ranks of one communicator is refused.
 thread_local uint64_t last_clique = 0;
 thread_local int last_rank = -1;
+
+// One collective counted in flight (emu_runtime.h) for its lifetime.
+struct InFlight {
+  InFlight() { lockstep::emu::collective_queued(); }
+  ~InFlight() { lockstep::emu::collective_finished(); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
 
 ncclResult_t issue(const char* name, ncclComm_t comm, const Call& c, cudaStream_t stream) {
   if (!live(comm)) return warn(ncclInvalidArgument, name, "comm is not a live communicator");
@@ -61,7 +71,18 @@ ncclResult_t issue(const char* name, ncclComm_t comm, const Call& c, cudaStream_
     // that device's.
     const int previous = lockstep::emu::current_device();
     if (!stream && previous != device) cudaSetDevice(device);
-    cudaError_t e = lockstep::emu::enqueue(stream, name, [clique, rank, c] { clique->run(rank, c); });
+    // In flight from now until its task is over (run, skipped after a fault,
+    // or refused): the token's last copy goes with the task. A collective
+    // recorded into a graph is in flight only while a replay runs it.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (stream && cudaStreamIsCapturing(stream, &capture) != cudaSuccess) capture = cudaStreamCaptureStatusNone;
+    const bool captured = capture != cudaStreamCaptureStatusNone;
+    std::shared_ptr<InFlight> token = captured ? nullptr : std::make_shared<InFlight>();
+    cudaError_t e = lockstep::emu::enqueue(stream, name, [clique, rank, c, token, captured] {
+      std::optional<InFlight> replayed;
+      if (captured) replayed.emplace();
+      clique->run(rank, c);
+    });
     if (!stream && previous != device) cudaSetDevice(previous);
     return e == cudaSuccess ? ncclSuccess : warn(ncclUnhandledCudaError, name, cudaGetErrorName(e));
   };

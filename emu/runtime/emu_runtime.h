@@ -61,6 +61,23 @@ uint64_t host_synchronizations();
 // The same, counting only the calls the calling thread made (a replica's
 // thread, whatever the other replicas do at the same time).
 uint64_t host_synchronizations_on_this_thread();
+// Calls that named the legacy default stream (stream 0 or cudaStreamLegacy,
+// the synchronous cudaMemcpy and cudaMemset included) since the process
+// started: lockstep's engine queues all its work on streams it created, so a
+// training step makes none.
+uint64_t legacy_stream_calls();
+// NCCL collectives queued and not yet finished: the NCCL stand-in calls
+// collective_queued() when it queues one (or, for one recorded into a graph,
+// when a replay runs it) and collective_finished() once its task is over,
+// run or skipped.
+void collective_queued();
+void collective_finished();
+int64_t collectives_in_flight();
+// cudaMalloc, cudaFree, cudaMallocHost/cudaHostAlloc and cudaFreeHost calls
+// made while any collective was in flight, since the process started. On a
+// GPU such a call can wait for the device while a peer's collective waits
+// for this rank (NCCL documents the deadlock), so a training step makes none.
+uint64_t allocations_during_collectives();
 // Kernel launches accepted since the process started (each LS_LAUNCH that
 // passed its checks, captured or not). LOCKSTEP_EMU_REPORT=1 prints both
 // counts when the process exits.

@@ -128,6 +128,10 @@ size_t memory_capacity();
 // API function returns through so cudaGetLastError sees failures.
 cudaError_t record(cudaError_t e);
 void count_host_sync();
+// Counters (counters.cpp): a call that resolved to the legacy stream, and an
+// allocation call (counted when a collective is in flight).
+void count_legacy_stream_call();
+void count_allocation_call();
 
 // Streams (streams.cpp). resolve() maps 0 / cudaStreamLegacy /
 // cudaStreamPerThread to real streams; nullptr when the handle is invalid.

@@ -193,11 +193,13 @@ using lockstep::emu::current_device;
 extern "C" {
 
 cudaError_t cudaMalloc(void** p, size_t bytes) {
+  count_allocation_call();
   if (cudaError_t e = refuse_unsafe_call(); e != cudaSuccess) return record(e);
   return record(allocate(p, bytes, Allocation::Kind::device, current_device()));
 }
 
 cudaError_t cudaFree(void* p) {
+  count_allocation_call();
   if (cudaError_t e = refuse_unsafe_call(); e != cudaSuccess) return record(e);
   if (p) {
     auto a = lockstep::emu::find_allocation(p);
@@ -213,16 +215,21 @@ cudaError_t cudaFree(void* p) {
 }
 
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  count_allocation_call();
   return record(allocate(p, bytes, Allocation::Kind::pinned_host, -1));
 }
 
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int flags) {
+  count_allocation_call();
   if (flags & ~(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
     return record(cudaErrorInvalidValue);
   return record(allocate(p, bytes, Allocation::Kind::pinned_host, -1));
 }
 
-cudaError_t cudaFreeHost(void* p) { return record(release(p, Allocation::Kind::pinned_host)); }
+cudaError_t cudaFreeHost(void* p) {
+  count_allocation_call();
+  return record(release(p, Allocation::Kind::pinned_host));
+}
 
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
   size_t used;

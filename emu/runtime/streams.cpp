@@ -99,7 +99,10 @@ cudaStream_t create_stream(int dev, unsigned flags, int priority, bool legacy) {
 
 cudaStream_t resolve(cudaStream_t s) {
   int dev = lockstep::emu::current_device();
-  if (s == nullptr || s == cudaStreamLegacy) return legacy_stream(dev);
+  if (s == nullptr || s == cudaStreamLegacy) {
+    count_legacy_stream_call();
+    return legacy_stream(dev);
+  }
   if (s == cudaStreamPerThread) return per_thread_stream(dev);
   std::lock_guard lock(runtime_mutex());
   return valid_stream(s) ? s : nullptr;

@@ -145,11 +145,12 @@ void queue_loss_pass(cudaStream_t stream, void* device_scratch, const float* log
 }
 }  // namespace
 
-LossSums loss_sums_of(const LossResult& host_result, const int32_t* labels, int classes) {
+LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const int32_t* labels, int classes) {
   if (host_result.bad_row != kNoBadRow) {
     int64_t row = static_cast<int64_t>(host_result.bad_row);
     int32_t label = 0;
-    LS_CUDA_CHECK(cudaMemcpy(&label, labels + row, sizeof(int32_t), cudaMemcpyDeviceToHost));
+    LS_CUDA_CHECK(cudaMemcpyAsync(&label, labels + row, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    LS_CUDA_CHECK(cudaStreamSynchronize(stream));
     LS_FAIL("softmax_cross_entropy: label ", label, " of sample ", row, " is outside [0, ", classes, ")");
   }
   LossSums sums;
@@ -185,7 +186,7 @@ LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, 
   auto* host = static_cast<LossResult*>(scratch.host);
   LS_CUDA_CHECK(cudaMemcpyAsync(host, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return loss_sums_of(*host, labels, classes);
+  return loss_sums_of(stream, *host, labels, classes);
 }
 
 }  // namespace lockstep::cuda

@@ -46,8 +46,8 @@ void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratc
                                   LossResult* result, LossResult* host_result);
 
 // The sums of a read-back result. A bad row raises an Error naming the
-// sample and its label (read from `labels` on the device, synchronously:
-// only on that error).
-LossSums loss_sums_of(const LossResult& host_result, const int32_t* labels, int classes);
+// sample and its label (read from `labels` on the device through `stream`,
+// the stream that wrote the result, and waited for: only on that error).
+LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const int32_t* labels, int classes);
 
 }  // namespace lockstep::cuda

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/cuda/cuda_allocator.h"
+#include "runtime/cuda/cuda_memory.h"
 #include "base/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_plans.h"
 #include "base/error.h"
@@ -45,8 +46,11 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
 
     int least = 0, greatest = 0;
     LS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    LS_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_stream, cudaStreamDefault, least));
-    LS_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream, cudaStreamDefault, greatest));
+    LS_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_stream, cudaStreamNonBlocking, least));
+    LS_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream, cudaStreamNonBlocking, greatest));
+    LS_CUDA_CHECK(cudaStreamCreateWithPriority(&copy_stream, cudaStreamNonBlocking, least));
+    register_context_streams(device, {compute_stream, comm_stream, copy_stream});
+    LS_CUDA_CHECK(cudaEventCreateWithFlags(&copies_ahead_done, cudaEventDisableTiming));
 
     LS_CUDNN_CHECK(cudnnCreate(&cudnn));
     LS_CUDNN_CHECK(cudnnSetStream(cudnn, compute_stream));
@@ -84,10 +88,16 @@ void CudaState::release() noexcept {
   if (device < 0) return;
   int previous = -1;
   bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device && cudaSetDevice(device) == cudaSuccess;
+  // The synchronous copies stop waiting for these streams before they go.
+  try {
+    unregister_context_streams(device, {compute_stream, comm_stream, copy_stream});
+  } catch (...) {  // only std::bad_alloc: nothing to undo
+  }
   // Queued work may still use the workspaces: let it finish before their
   // blocks go back to the cache.
   if (compute_stream) LS_CUDA_LOG(cudaStreamSynchronize(compute_stream));
   if (comm_stream) LS_CUDA_LOG(cudaStreamSynchronize(comm_stream));
+  if (copy_stream) LS_CUDA_LOG(cudaStreamSynchronize(copy_stream));
   plans.reset();  // descriptors only: nothing on the device
   if (cublas) LS_CUBLAS_LOG(cublasDestroy(cublas));
   if (cudnn) LS_CUDNN_LOG(cudnnDestroy(cudnn));
@@ -102,14 +112,17 @@ void CudaState::release() noexcept {
     pinned_allocator_->deallocate(step_metrics_host, step_metrics_bytes);
   }
   for (cudaEvent_t e : time_marks) LS_CUDA_LOG(cudaEventDestroy(e));
+  if (copies_ahead_done) LS_CUDA_LOG(cudaEventDestroy(copies_ahead_done));
+  copies_ahead_done = nullptr;
   time_marks.clear();
   time_marks_used = 0;
   if (compute_stream) LS_CUDA_LOG(cudaStreamDestroy(compute_stream));
   if (comm_stream) LS_CUDA_LOG(cudaStreamDestroy(comm_stream));
+  if (copy_stream) LS_CUDA_LOG(cudaStreamDestroy(copy_stream));
   if (switched) LS_CUDA_LOG(cudaSetDevice(previous));
   cublas = nullptr;
   cudnn = nullptr;
-  compute_stream = comm_stream = nullptr;
+  compute_stream = comm_stream = copy_stream = nullptr;
   workspace_ = cublas_workspace_ = reduce_scratch = readback = step_metrics = step_metrics_host = nullptr;
   workspace_bytes_ = cublas_workspace_bytes_ = 0;
   device_allocator_.reset();
@@ -125,6 +138,8 @@ CudaState& CudaState::operator=(CudaState&& other) noexcept {
   device = std::exchange(other.device, -1);
   compute_stream = std::exchange(other.compute_stream, nullptr);
   comm_stream = std::exchange(other.comm_stream, nullptr);
+  copy_stream = std::exchange(other.copy_stream, nullptr);
+  copies_ahead_done = std::exchange(other.copies_ahead_done, nullptr);
   cudnn = std::exchange(other.cudnn, nullptr);
   cublas = std::exchange(other.cublas, nullptr);
   options = other.options;
@@ -201,6 +216,7 @@ double cuda_seconds_between(CudaState& state, int from, int to) {
 void cuda_synchronize(CudaState& state) {
   LS_CUDA_CHECK(cudaStreamSynchronize(state.compute_stream));
   LS_CUDA_CHECK(cudaStreamSynchronize(state.comm_stream));
+  LS_CUDA_CHECK(cudaStreamSynchronize(state.copy_stream));
 }
 
 }  // namespace lockstep

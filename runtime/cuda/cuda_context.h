@@ -8,11 +8,15 @@
 // convolution algorithms chosen so far, one set per full shape
 // (kernels/cuda/cudnn_plans.h).
 //
-// Both streams are blocking streams (ordered against the legacy default
-// stream) so that the synchronous copies of runtime/memory.h see their results;
-// steady-state work never uses the legacy stream. The communication stream
-// has the highest priority, so all-reduce kernels launched during backward are
-// scheduled ahead of the compute work they overlap.
+// All three streams (compute, communication, and a copy stream for the next
+// batch's host-to-device copy) are non-blocking: nothing lockstep queues uses
+// the legacy default stream, and another library's (or a user's) legacy-stream
+// work neither waits for them nor holds them back. Streams are ordered with
+// each other by events only. The synchronous copies of runtime/memory.h find
+// the streams through the registry of runtime/cuda/cuda_memory.h and wait for
+// them with events. The communication stream has the highest priority, so
+// all-reduce kernels launched during backward are scheduled ahead of the
+// compute work they overlap.
 //
 // CUDA launches a kernel on a stream only while the stream's device is current
 // on the launching thread, and creating the state leaves the thread's current
@@ -57,6 +61,12 @@ struct CudaState final : CudaLibraries {
   CudaState& operator=(const CudaState&) = delete;
 
   cudaStream_t comm_stream = nullptr;
+  // Host-to-device copies queued ahead of the step that uses them (the replica
+  // manager's next batch); the compute stream waits for them by an event.
+  cudaStream_t copy_stream = nullptr;
+  // Recorded on the copy stream for the compute stream to wait on
+  // (Context::wait_for_copies_ahead).
+  cudaEvent_t copies_ahead_done = nullptr;
   ContextOptions options;
 
   void* workspace(size_t bytes) override;

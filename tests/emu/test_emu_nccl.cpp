@@ -73,6 +73,23 @@ std::vector<ncclComm_t> init_all(int n) {
   return comms;
 }
 
+// A communicator over devices 0..n-1 and, per rank, a stream (created with
+// `flags`) and `count` floats of value rank + 1 on the rank's device.
+struct RankSetup {
+  std::vector<ncclComm_t> comms;
+  std::vector<cudaStream_t> streams;
+  std::vector<float*> bufs;
+};
+RankSetup ranks_with_buffers(int n, size_t count, unsigned flags) {
+  RankSetup s{init_all(n), std::vector<cudaStream_t>(size_t(n)), std::vector<float*>(size_t(n))};
+  for (int r = 0; r < n; ++r) {
+    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
+    REQUIRE_LOCKED(cudaStreamCreateWithFlags(&s.streams[size_t(r)], flags) == cudaSuccess);
+    s.bufs[size_t(r)] = device_copy(std::vector<float>(count, float(r + 1)));
+  }
+  return s;
+}
+
 // Runs f(rank) on one thread per rank with the rank's device current.
 template <typename F> void per_rank(int n, F f) {
   std::vector<std::thread> threads;
@@ -177,14 +194,7 @@ TEST_CASE("emulated nccl: ranks meet by unique id, count, rank and broadcast", "
 TEST_CASE("emulated nccl: group calls let one thread drive every rank", "[emu][nccl]") {
   const int n = 2;
   if (!enough_devices(n)) return;
-  auto comms = init_all(n);
-  std::vector<cudaStream_t> streams(n);
-  std::vector<float*> bufs(n);
-  for (int r = 0; r < n; ++r) {
-    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
-    REQUIRE_LOCKED(cudaStreamCreate(&streams[size_t(r)]) == cudaSuccess);
-    bufs[size_t(r)] = device_copy(std::vector<float>(3, float(r + 1)));
-  }
+  auto [comms, streams, bufs] = ranks_with_buffers(n, 3, cudaStreamDefault);
   REQUIRE_LOCKED(ncclGroupStart() == ncclSuccess);
   for (int r = 0; r < n; ++r)
     REQUIRE_LOCKED(ncclAllReduce(bufs[size_t(r)], bufs[size_t(r)], 3, ncclFloat, ncclSum, comms[size_t(r)],
@@ -303,4 +313,47 @@ TEST_CASE("emulated nccl: collectives in different orders block until a watchdog
     CHECK_LOCKED(sync[size_t(r)] == cudaSuccess);  // the streams end; the error is the communicator's
     CHECK_LOCKED(after[size_t(r)] == std::vector<float>(count, float(r + 1)));  // nothing was written
   }
+}
+
+TEST_CASE("emulated nccl: allocations made while a collective is in flight are counted", "[emu][nccl]") {
+  const int n = 2;
+  if (!enough_devices(n)) return;
+  auto [comms, streams, bufs] = ranks_with_buffers(n, 4, cudaStreamNonBlocking);
+  REQUIRE_LOCKED(lockstep::emu::collectives_in_flight() == 0);
+  const uint64_t before = lockstep::emu::allocations_during_collectives();
+  // Rank 0 alone: its all-reduce waits on its stream for rank 1, in flight.
+  REQUIRE_LOCKED(cudaSetDevice(0) == cudaSuccess);
+  REQUIRE_LOCKED(ncclAllReduce(bufs[0], bufs[0], 4, ncclFloat, ncclSum, comms[0], streams[0]) == ncclSuccess);
+  REQUIRE_LOCKED(lockstep::emu::collectives_in_flight() == 1);
+  // Rank 1's thread allocates and frees before it joins: both counted.
+  std::thread rank1([&] {
+    REQUIRE_LOCKED(cudaSetDevice(1) == cudaSuccess);
+    void* p = nullptr;
+    REQUIRE_LOCKED(cudaMalloc(&p, 256) == cudaSuccess);
+    REQUIRE_LOCKED(cudaFree(p) == cudaSuccess);
+    REQUIRE_LOCKED(lockstep::emu::allocations_during_collectives() == before + 2);
+    REQUIRE_LOCKED(ncclAllReduce(bufs[1], bufs[1], 4, ncclFloat, ncclSum, comms[1], streams[1]) == ncclSuccess);
+  });
+  rank1.join();
+  void* p = nullptr;
+  for (int r = 0; r < n; ++r) {
+    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
+    REQUIRE_LOCKED(cudaStreamSynchronize(streams[size_t(r)]) == cudaSuccess);
+  }
+  // Finished: its task is gone once the stream has passed it (the worker
+  // drops it right after), so wait for the count to settle.
+  for (int i = 0; i < 1000 && lockstep::emu::collectives_in_flight() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE_LOCKED(lockstep::emu::collectives_in_flight() == 0);
+  REQUIRE_LOCKED(cudaMalloc(&p, 256) == cudaSuccess);
+  REQUIRE_LOCKED(cudaFree(p) == cudaSuccess);
+  CHECK_LOCKED(lockstep::emu::allocations_during_collectives() == before + 2);
+  for (int r = 0; r < n; ++r) {
+    REQUIRE_LOCKED(cudaSetDevice(r) == cudaSuccess);
+    CHECK_LOCKED(host_copy(bufs[size_t(r)], 4) == std::vector<float>(4, 3.0f));
+    cudaFree(bufs[size_t(r)]);
+    cudaStreamDestroy(streams[size_t(r)]);
+    ncclCommDestroy(comms[size_t(r)]);
+  }
+  REQUIRE_LOCKED(cudaSetDevice(0) == cudaSuccess);
 }

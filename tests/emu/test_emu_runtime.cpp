@@ -138,6 +138,32 @@ TEST_CASE("the legacy stream orders with blocking streams, not with non-blocking
   cudaFree(out);
 }
 
+TEST_CASE("legacy_stream_calls counts every call that names the legacy stream", "[emu][stream]") {
+  float* d = emu_test::device_alloc<float>(4);
+  float* pinned;
+  cudaMallocHost(reinterpret_cast<void**>(&pinned), 4 * sizeof(float));
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  const uint64_t n0 = lockstep::emu::legacy_stream_calls();
+  // Work on a stream of our own names no legacy stream.
+  cudaMemsetAsync(d, 0, 16, s);
+  LS_LAUNCH(1, 1, 0, s, copy_one)(d, d);
+  cudaMemcpyAsync(pinned, d, 16, cudaMemcpyDeviceToHost, s);
+  cudaStreamSynchronize(s);
+  CHECK(lockstep::emu::legacy_stream_calls() == n0);
+  // Stream 0, cudaStreamLegacy, and the synchronous copy and fill do.
+  cudaMemsetAsync(d, 0, 16, nullptr);
+  cudaMemcpyAsync(pinned, d, 16, cudaMemcpyDeviceToHost, cudaStreamLegacy);
+  cudaMemcpy(pinned, d, 16, cudaMemcpyDeviceToHost);
+  cudaMemset(d, 0, 16);
+  LS_LAUNCH(1, 1, 0, nullptr, copy_one)(d, d);
+  cudaStreamSynchronize(nullptr);
+  CHECK(lockstep::emu::legacy_stream_calls() == n0 + 6);
+  cudaStreamDestroy(s);
+  cudaFreeHost(pinned);
+  cudaFree(d);
+}
+
 TEST_CASE("out of memory at the set capacity", "[emu][memory]") {
   size_t free0, total;
   REQUIRE(cudaMemGetInfo(&free0, &total) == cudaSuccess);

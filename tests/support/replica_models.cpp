@@ -59,4 +59,15 @@ HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean) {
   return b;
 }
 
+HostBatch pinned_batch(int64_t count, const Shape& sample, uint64_t seed) {
+  HostBatch b;
+  b.count = count;
+  b.images = Tensor::empty_with(Shape{count, sample[0], sample[1], sample[2]}, pinned_host_allocator());
+  for (int64_t i = 0; i < b.images.numel(); ++i)
+    b.images.data()[i] = static_cast<float>(((i * 2654435761u + seed) % 1000) / 500.0 - 1.0);
+  b.labels = Tensor::empty_with(Shape{count}, pinned_host_allocator(), DType::i32);
+  for (int64_t i = 0; i < count; ++i) b.labels.labels()[i] = static_cast<int32_t>((seed + 3 * i) % 10);
+  return b;
+}
+
 }  // namespace lockstep::testing

@@ -17,5 +17,8 @@ std::unique_ptr<Model> bn_model(Device device);
 // `count` random samples in pinned host memory (as the loader's batches are);
 // channel 0 of every image is shifted by channel0_mean.
 HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean = 0.0f);
+// `count` samples of `sample` ([C, H, W]) in pinned host memory, values in
+// [-1, 1) and labels in [0, 10) drawn from `seed` (cheap: no random engine).
+HostBatch pinned_batch(int64_t count, const Shape& sample, uint64_t seed);
 
 }  // namespace lockstep::testing

@@ -32,9 +32,16 @@
 //    except in the out-of-memory retry). Pinned host blocks follow the same
 //    rule for the asynchronous copies that read or write them, so a host
 //    buffer is never refilled while a copy from it is in flight.
-//  The synchronous copies and fills of runtime/memory.h run on the legacy
-//  default stream, which blocking streams are ordered against; they need no
-//  record.
+//  The synchronous copies and fills of runtime/memory.h run on a per-device
+//  non-blocking copy stream that first waits, by events, for everything
+//  queued so far on the streams of every context of the devices they touch,
+//  and return only once done (runtime/cuda/cuda_memory.h): earlier users of a
+//  block are ordered before them, later ones after, so they need no record.
+//  No stream lockstep creates is ordered against the legacy default stream,
+//  and lockstep queues nothing on it. The batch slots the copy stream fills
+//  ahead of a step (distributed/batch_staging.h) are freed only after the
+//  compute stream has waited for the copies queued into them; the pinned
+//  blocks they are copied from are recorded by cuda_copy_bytes_async.
 //
 // Out of memory. cudaFree synchronises the whole device and takes a
 // device-wide lock; if this device's communication stream holds a collective

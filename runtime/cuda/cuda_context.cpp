@@ -50,6 +50,8 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
     LS_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream, cudaStreamNonBlocking, greatest));
     LS_CUDA_CHECK(cudaStreamCreateWithPriority(&copy_stream, cudaStreamNonBlocking, least));
     register_context_streams(device, {compute_stream, comm_stream, copy_stream});
+    // The allocator's out-of-memory retry waits for these before cudaFree.
+    for (cudaStream_t s : {compute_stream, comm_stream, copy_stream}) cuda_allocator_track_stream(device, s);
     LS_CUDA_CHECK(cudaEventCreateWithFlags(&copies_ahead_done, cudaEventDisableTiming));
 
     LS_CUDNN_CHECK(cudnnCreate(&cudnn));
@@ -91,6 +93,8 @@ void CudaState::release() noexcept {
   // The synchronous copies stop waiting for these streams before they go.
   try {
     unregister_context_streams(device, {compute_stream, comm_stream, copy_stream});
+    for (cudaStream_t s : {compute_stream, comm_stream, copy_stream})
+      if (s) cuda_allocator_untrack_stream(device, s);
   } catch (...) {  // only std::bad_alloc: nothing to undo
   }
   // Queued work may still use the workspaces: let it finish before their

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_allocator.h"
 #include "runtime/cuda/cuda_context.h"
 
 namespace lockstep {
@@ -104,6 +105,9 @@ void cuda_zero_bytes(void* dst, Device device, size_t bytes) {
 void cuda_copy_bytes_async(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0 || dst == src) return;
   LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+  // A pinned end is not handed out again until this copy is done.
+  cuda_record_pinned_use(src, stream);
+  cuda_record_pinned_use(dst, stream);
 }
 
 void cuda_zero_bytes_async(void* dst, size_t bytes, cudaStream_t stream) {

@@ -18,16 +18,11 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
     float* w = weights + seg.offset;
     float* g = grads + seg.offset;
     float* v = velocity + seg.offset;
-    if (hyper.grad_scale) {
-      parallel_elements(seg.count, [&](int64_t i) {
-        g[i] *= scale;
-        sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
-      });
-    } else {
-      parallel_elements(seg.count, [&](int64_t i) {
-        sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
-      });
-    }
+    // Scaling by 1 (no clipping) is exact, so one loop serves both.
+    parallel_elements(seg.count, [&](int64_t i) {
+      g[i] *= scale;
+      sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+    });
   }
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -19,10 +20,15 @@ namespace {
 // Samples per work item: small enough that all threads share one batch,
 // large enough that the lock is taken rarely.
 constexpr int64_t kChunk = 32;
+// Batches the caller may hold at once (BatchSource::next's contract).
+constexpr size_t kHeld = 2;
 }  // namespace
 
 // One pinned batch buffer. Batch b lives in slot b % slots.size(); a worker
 // may start on batch b only once the trainer has released batch b - slots.size().
+// The trainer holds up to kHeld batches (the one it trains on and the next,
+// whose copy to the devices runs during the step), so there are prefetch +
+// kHeld slots.
 struct Slot {
   Tensor images, labels;
   std::vector<uint8_t> valid;  // per position; 0 when skip_bad_images left the sample out
@@ -45,13 +51,15 @@ struct Loader::State {
   std::atomic<bool> stopped{false};  // read without the lock inside a work item
   bool shutdown = false;
   int64_t claim_batch = 0, claim_start = 0;  // the next work item
-  int64_t released = 0;                      // batches the trainer is done with
   int64_t handed = 0;                        // batches handed to the trainer
-  bool holding = false;                      // the trainer holds batch handed - 1
+  std::deque<int64_t> held;                  // the handed batches the trainer may still read, oldest first
   int busy = 0;                              // workers inside a work item
   std::exception_ptr error;
   std::exception_ptr fatal;  // a worker died (out of memory outside a sample): every later call fails
   BadFiles skipped;
+
+  // Every batch before this one is released: its slot may be refilled.
+  int64_t released() const { return held.empty() ? handed : held.front(); }
 
   int64_t batch_count(int64_t batch, int64_t batch_size, int64_t total) const {
     return std::min(batch_size, total - batch * batch_size);
@@ -87,7 +95,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
 
   const int64_t batch = std::min(config_.batch_size, n);
   auto allocator = pinned_host_allocator();
-  state_->slots.resize(static_cast<size_t>(config_.prefetch) + 1);
+  state_->slots.resize(static_cast<size_t>(config_.prefetch) + kHeld);
   for (Slot& slot : state_->slots) {
     slot.images = Tensor::empty_with(Shape{batch, shape[0], shape[1], shape[2]}, allocator);
     slot.labels = Tensor::empty_with(Shape{batch}, allocator, DType::i32);
@@ -162,8 +170,8 @@ void Loader::start_epoch(int64_t epoch, int64_t first_batch) {
   // Resuming mid-epoch starts at first_batch: the order is that of the whole epoch.
   s.claim_batch = first_batch;
   s.claim_start = 0;
-  s.released = s.handed = first_batch;
-  s.holding = false;
+  s.handed = first_batch;
+  s.held.clear();
   s.error = nullptr;
   for (Slot& slot : s.slots) {
     slot.batch = -1;
@@ -191,9 +199,8 @@ bool Loader::next(HostBatch& batch) {
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.fatal) std::rethrow_exception(s.fatal);
   LS_CHECK(s.active, "Loader::next: call start_epoch first");
-  if (s.holding) {
-    s.holding = false;
-    ++s.released;
+  if (s.held.size() == kHeld) {
+    s.held.pop_front();
     s.work_cv.notify_all();
   }
   for (;;) {
@@ -221,15 +228,14 @@ bool Loader::next(HostBatch& batch) {
       }
       ++count;
     }
-    if (count == 0) {  // every image of the batch was bad
-      ++s.released;
+    if (count == 0) {  // every image of the batch was bad: never held
       s.work_cv.notify_all();
       continue;
     }
     batch.images = slot.images.batch_slice(0, count);
     batch.labels = slot.labels.batch_slice(0, count);
     batch.count = count;
-    s.holding = true;
+    s.held.push_back(wanted);
     return true;
   }
 }
@@ -274,7 +280,7 @@ void Loader::worker_loop() {
   for (;;) {
     s.work_cv.wait(lock, [&] {
       return s.shutdown || (s.active && !s.stopped && !s.error && s.claim_batch < num_batches_ &&
-                            s.claim_batch < s.released + slots);
+                            s.claim_batch < s.released() + slots);
     });
     if (s.shutdown) return;
     // Claim the next chunk of samples; the first chunk of a batch claims its slot.

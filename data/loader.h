@@ -1,7 +1,7 @@
 #pragma once
 // The prefetching loader: a BatchSource over a Dataset. Worker threads fill
 // pinned host batch buffers ahead of the trainer (`prefetch` batches beyond
-// the one it holds), each batch the next batch_size samples of the epoch's
+// the two it may hold), each batch the next batch_size samples of the epoch's
 // order. The order depends only on (seed, epoch) and each sample's crop and
 // flip only on (seed, epoch, sample), so the batches are the same whatever
 // the number of threads.
@@ -25,7 +25,7 @@ struct LoaderConfig {
   bool drop_last = false;  // drop the last partial batch of an epoch
   uint64_t seed = 0;
   int threads = 2;   // worker threads (at least 1)
-  int prefetch = 2;  // batches prepared beyond the one the trainer holds (at least 2)
+  int prefetch = 2;  // batches prepared beyond the two the trainer may hold (at least 2)
   AugmentConfig augment;
   bool normalize = true;
   // Used when set; otherwise computed once from the data set at construction

@@ -187,6 +187,12 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
   planned_counts_.insert(global);
 }
 
+void ReplicaManager::reset_phase_times() {
+  // The replicas' own sums too: phase_times() is rebuilt from them after each step.
+  for (auto& r : replicas_) r->times = {};
+  times_ = {};
+}
+
 StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd, const HostBatch* next) {
   const int64_t global = batch.count;
   LS_CHECK(global > 0, "train_step on an empty batch");

@@ -103,7 +103,7 @@ public:
   uint64_t step() const { return step_; }
   void set_step(uint64_t step) { step_ = step; }
   const PhaseTimes& phase_times() const { return times_; }
-  void reset_phase_times() { times_ = {}; }
+  void reset_phase_times();  // every replica's sums start again from zero
 
 private:
   struct Replica;

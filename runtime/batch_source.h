@@ -27,7 +27,9 @@ public:
   // at batch `first_batch` of it (non-zero when resuming mid-epoch).
   virtual void start_epoch(int64_t epoch, int64_t first_batch) = 0;
   // Fills `batch` with the next batch of the epoch; false once the epoch is
-  // done. The batch's memory stays valid until the next call to next().
+  // done. The batch's memory stays valid until the second call to next()
+  // after this one, so the caller may hold two: the batch a step trains on
+  // and the next, copied to the devices while that step runs.
   virtual bool next(HostBatch& batch) = 0;
   // Ends the epoch early (safe to call from another thread); next() then returns false.
   virtual void stop() = 0;

@@ -65,7 +65,11 @@ bool Trainer::run() {
     double data_wait = 0.0;
     auto epoch_start = Clock::now();
     const int64_t first_batch = batch_in_epoch_;
-    HostBatch batch;
+    // The trainer holds two batches (BatchSource::next's contract): the one
+    // a step trains on and the next, which the step copies to the devices
+    // while it computes.
+    HostBatch batch, ahead;
+    bool have_ahead = false, fetched_first = false;
     for (;;) {
       if (config_.time_limit_seconds > 0.0 && since(run_start) >= config_.time_limit_seconds)
         time_limit_reached_ = true;
@@ -77,10 +81,16 @@ bool Trainer::run() {
         return false;
       }
       auto wait_start = Clock::now();
-      if (!train_.next(batch)) break;
+      if (!fetched_first) {
+        fetched_first = true;
+        have_ahead = train_.next(ahead);
+      }
+      if (!have_ahead) break;
+      std::swap(batch, ahead);
+      have_ahead = train_.next(ahead);
       data_wait += since(wait_start);
       float lr = config_.schedule.at(static_cast<double>(epoch_) + static_cast<double>(batch_in_epoch_) / batches);
-      StepMetrics m = replicas_.train_step(batch, lr, config_.sgd);
+      StepMetrics m = replicas_.train_step(batch, lr, config_.sgd, have_ahead ? &ahead : nullptr);
       double step_loss = m.loss_sum / std::max<int64_t>(m.count, 1);
       if (!std::isfinite(step_loss)) {
         train_.stop();

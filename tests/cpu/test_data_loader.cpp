@@ -165,7 +165,7 @@ TEST_CASE("loader: the evaluation loader reads in order with the training statis
   REQUIRE(seen == 70);
 }
 
-TEST_CASE("loader: a bounded queue, the held batch plus two prepared ahead", "[data][loader]") {
+TEST_CASE("loader: a bounded queue, the two held batches plus two prepared ahead", "[data][loader]") {
   auto slow = std::make_shared<SlowDataset>(indexed_dataset(400), 0us);
   LoaderConfig c = plain_config(10, 3);
   c.prefetch = 2;
@@ -176,12 +176,35 @@ TEST_CASE("loader: a bounded queue, the held batch plus two prepared ahead", "[d
     return slow->reads.load();
   };
   loader.start_epoch(0, 0);
-  REQUIRE(settle(30) == 30);  // three buffers filled, then the workers wait
-  HostBatch b;
-  REQUIRE(loader.next(b));    // the trainer holds batch 0
-  REQUIRE(settle(30) == 30);
-  REQUIRE(loader.next(b));    // batch 0 released: batch 3 may be filled
+  REQUIRE(settle(40) == 40);  // four buffers filled, then the workers wait
+  HostBatch first, second;
+  REQUIRE(loader.next(first));   // the trainer holds batch 0
   REQUIRE(settle(40) == 40);
+  REQUIRE(loader.next(second));  // and batch 1: batch 0 stays valid
+  REQUIRE(settle(40) == 40);
+  HostBatch third;
+  REQUIRE(loader.next(third));   // batch 0 released: batch 4 may be filled
+  REQUIRE(settle(50) == 50);
+}
+
+TEST_CASE("loader: the two batches a caller holds keep their samples while the workers refill the rest",
+          "[data][loader]") {
+  auto data = indexed_dataset(203);
+  Loader loader(data, plain_config(8, 3));
+  loader.start_epoch(0, 0);
+  const std::vector<int64_t> order = loader.epoch_order(0);
+  auto check = [&](const HostBatch& b, int64_t batch) {
+    for (int64_t k = 0; k < b.count; ++k) REQUIRE(index_of(b, k) == order[batch * 8 + k]);
+  };
+  HostBatch held[2];
+  int64_t batch = 0;
+  while (loader.next(held[batch % 2])) {
+    std::this_thread::sleep_for(2ms);  // the workers fill every free slot meanwhile
+    check(held[batch % 2], batch);
+    if (batch > 0) check(held[(batch - 1) % 2], batch - 1);
+    ++batch;
+  }
+  REQUIRE(batch == loader.batches_per_epoch());
 }
 
 TEST_CASE("loader: stop() from another thread ends the epoch, and the loader restarts and is destroyed", "[data][loader]") {

@@ -74,6 +74,7 @@ TEST_CASE("the trainer runs its epochs, reports them and learns", "[trainer]") {
   REQUIRE(run.finished);
   REQUIRE(run.losses.size() == 30);
   REQUIRE(run.epochs.size() == 3);
+  for (const EpochSummary& e : run.epochs) REQUIRE(e.phases.steps == 10);  // each epoch's own phases
   REQUIRE(run.epochs[2].has_test);
   REQUIRE(run.epochs[2].test.count == 40);
   REQUIRE(run.epochs[2].train_loss < run.epochs[0].train_loss);

@@ -1,0 +1,108 @@
+// The trainer holds two of the loader's batches (BatchSource::next's
+// contract) and hands each step the next one, whose copy to the devices runs
+// on the copy stream during the step. Over two epochs with a partial last
+// batch it trains bit for bit as the same steps fed one batch at a time, and
+// every step after an epoch's first found its batch already copied.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "distributed/replica_manager.h"
+#include "layers/models.h"
+#include "runtime/device.h"
+#include "support/run_outcome.h"
+#include "training/trainer.h"
+
+using namespace lockstep;
+using namespace lockstep::testing;
+
+namespace {
+
+constexpr int64_t kSamples = 45, kBatch = 8, kEpochs = 2;  // 6 batches an epoch, the last of 5
+
+std::shared_ptr<data::InMemoryDataset> patterned_set() {
+  std::vector<uint8_t> pixels(kSamples * 144);
+  std::vector<int32_t> labels(kSamples);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + i / 144 * 11) % 251);
+  for (int64_t i = 0; i < kSamples; ++i) labels[i] = static_cast<int32_t>(i % 10);
+  std::vector<std::string> names;
+  for (int c = 0; c < 10; ++c) names.push_back("c" + std::to_string(c));
+  return std::make_shared<data::InMemoryDataset>(Shape{1, 12, 12}, pixels, labels, names, "patterned");
+}
+
+std::unique_ptr<ReplicaManager> make_manager(int devices) {
+  std::vector<Device> on;
+  for (int d = 0; d < devices; ++d) on.push_back(Device::cuda(d));
+  ReplicaOptions options;
+  options.bucket_bytes = 1024;
+  return std::make_unique<ReplicaManager>(
+      [](Device device) -> std::unique_ptr<Model> {
+        auto g = build_model("small-cnn", Shape{1, 12, 12}, 10, ModelOptions{.dropout = false});
+        g->finalize(device, 3);
+        return g;
+      },
+      on, options);
+}
+
+data::LoaderConfig loader_config() {
+  data::LoaderConfig c;
+  c.batch_size = kBatch;
+  c.threads = 2;
+  c.seed = 9;
+  return c;
+}
+
+TrainerConfig trainer_config() {
+  TrainerConfig c;
+  c.epochs = kEpochs;
+  c.schedule.kind = ScheduleKind::cosine;
+  c.schedule.base_lr = 0.05f;
+  c.sgd = SgdConfig{0.9f, 1e-4f, false};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the trainer copies each next batch ahead and trains as batches fed one at a time",
+          "[gpu][trainer][batch-ahead]") {
+  auto set = patterned_set();
+  const int most = std::min(cuda_device_count(), 2);
+  for (int devices = 1; devices <= most; ++devices) {
+    INFO(devices << " device(s)");
+    // The trainer: each step is handed the next batch.
+    auto trained = make_manager(devices);
+    data::Loader loader(set, loader_config());
+    std::vector<StepMetrics> trainer_metrics;
+    std::vector<PhaseTimes> phases;
+    Trainer trainer(*trained, loader, nullptr, trainer_config());
+    trainer.on_step_metrics = [&](int64_t, const StepMetrics& m) { trainer_metrics.push_back(m); };
+    trainer.on_epoch = [&](const EpochSummary& s) { phases.push_back(s.phases); };
+    REQUIRE(trainer.run());
+    REQUIRE(phases.size() == kEpochs);
+    const int64_t batches = loader.batches_per_epoch();
+    for (const PhaseTimes& p : phases) {
+      CHECK(p.steps == batches);
+      CHECK(p.batches_ahead == batches - 1);  // the first batch of an epoch is copied in its step
+    }
+
+    // The same steps, each batch copied in its own step.
+    auto fed = make_manager(devices);
+    data::Loader again(set, loader_config());
+    LrSchedule schedule = trainer_config().schedule;
+    schedule.total_epochs = kEpochs;
+    std::vector<StepMetrics> fed_metrics;
+    for (int64_t epoch = 0; epoch < kEpochs; ++epoch) {
+      again.start_epoch(epoch, 0);
+      HostBatch batch;
+      for (int64_t b = 0; again.next(batch); ++b)
+        fed_metrics.push_back(fed->train_step(batch, schedule.at(static_cast<double>(epoch) + double(b) / batches),
+                                              trainer_config().sgd));
+    }
+    CHECK(fed->phase_times().batches_ahead == 0);
+    check_same_outcome(outcome_of(*trained, trainer_metrics), outcome_of(*fed, fed_metrics));
+  }
+}

@@ -73,3 +73,27 @@ function(lockstep_layer name)
   list(REMOVE_DUPLICATES all_folders)
   set(lockstep_layer_folders ${all_folders} PARENT_SCOPE)
 endfunction()
+
+# lockstep_auto_option(NAME DOC): a cache setting NAME of AUTO (the default),
+# ON or OFF for an optional dependency; sets NAME_MODE (upper case) in the
+# caller's scope and stops on any other value.
+function(lockstep_auto_option name doc)
+  set(${name} AUTO CACHE STRING "${doc}: AUTO, ON or OFF")
+  set_property(CACHE ${name} PROPERTY STRINGS AUTO ON OFF)
+  string(TOUPPER "${${name}}" mode)
+  if(NOT mode MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "${name}=${${name}}: expected AUTO, ON or OFF")
+  endif()
+  set(${name}_MODE ${mode} PARENT_SCOPE)
+endfunction()
+
+# lockstep_layer_optional(LAYER FOLDER FLAG SCOPE): FOLDER's sources join
+# LAYER when the variable FLAG is ON (its dependency was found); the macro
+# FLAG (0 or 1, with SCOPE PRIVATE or PUBLIC) tells the code which it got.
+function(lockstep_layer_optional layer folder flag scope)
+  target_compile_definitions(${layer} ${scope} ${flag}=$<BOOL:${${flag}}>)
+  if(${flag})
+    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.cpp)
+    target_sources(${layer} PRIVATE ${sources})
+  endif()
+endfunction()

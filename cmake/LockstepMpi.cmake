@@ -3,12 +3,8 @@
 # interface, ON to require it, OFF to leave it out. Without it lockstep is
 # the single-process program it always was, and a launcher that starts
 # several processes gets an error saying the build has no MPI.
-set(LOCKSTEP_MPI AUTO CACHE STRING "MPI for multi-process training: AUTO, ON or OFF")
-set_property(CACHE LOCKSTEP_MPI PROPERTY STRINGS AUTO ON OFF)
-string(TOUPPER "${LOCKSTEP_MPI}" _lockstep_mpi)
-if(NOT _lockstep_mpi MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "LOCKSTEP_MPI=${LOCKSTEP_MPI}: expected AUTO, ON or OFF")
-endif()
+lockstep_auto_option(LOCKSTEP_MPI "MPI for multi-process training")
+set(_lockstep_mpi ${LOCKSTEP_MPI_MODE})
 set(LOCKSTEP_WITH_MPI OFF)
 # The C API through the C++ compiler (the project enables no C); MPI's
 # deprecated C++ bindings are not wanted.
@@ -28,10 +24,8 @@ endif()
 # lockstep_layer_mpi(LAYER FOLDER): the MPI sources of FOLDER join LAYER when
 # MPI is built in; LOCKSTEP_WITH_MPI tells the layer's code which it got.
 function(lockstep_layer_mpi layer folder)
-  target_compile_definitions(${layer} PRIVATE LOCKSTEP_WITH_MPI=$<BOOL:${LOCKSTEP_WITH_MPI}>)
+  lockstep_layer_optional(${layer} ${folder} LOCKSTEP_WITH_MPI PRIVATE)
   if(LOCKSTEP_WITH_MPI)
-    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.cpp)
-    target_sources(${layer} PRIVATE ${sources})
     target_link_libraries(${layer} PUBLIC MPI::MPI_CXX)
   endif()
 endfunction()

@@ -1,10 +1,17 @@
 #include "ops/conv.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "base/error.h"
 #include "ops/checks.h"
 #include "ops/dispatch.h"
 #include "kernels/cpu/conv_cpu.h"
 #include "kernels/cpu/tensor_ops_cpu.h"
+
+#if LOCKSTEP_WITH_DNNL
+#include "kernels/cpu/dnnl/conv_dnnl.h"
+#endif
 
 #if LOCKSTEP_WITH_CUDA
 #include "kernels/cuda/conv_cuda.h"
@@ -15,11 +22,35 @@ namespace lockstep::ops {
 
 namespace {
 
+// A call to the oneDNN convolution, compiled away (with the library) in a
+// build without it, where cpu_conv_on_dnnl() is always false.
+#if LOCKSTEP_WITH_DNNL
+#define LS_DNNL(call) call
+#else
+#define LS_DNNL(call) (void)0
+#endif
+
 Shape output_shape(const ConvGeometry& g) { return Shape{g.batch, g.out_channels, g.out_h, g.out_w}; }
 
 // Scratch for a chunk of samples' column matrix and product (kernels/cpu/conv_cpu.h).
 float* column_buffer(Context& ctx, const ConvGeometry& g) {
   return ctx.workspace(sizeof(float) * static_cast<size_t>(cpu::conv_scratch_floats(g)));
+}
+
+// The CPU convolution: oneDNN's where it is built in, unless
+// LOCKSTEP_CPU_CONV=im2col asks for the reference (to compare or measure).
+bool cpu_conv_on_dnnl() {
+#if LOCKSTEP_WITH_DNNL
+  static const bool on = [] {
+    const char* env = std::getenv("LOCKSTEP_CPU_CONV");
+    if (!env || !*env || std::string(env) == "onednn") return true;
+    LS_CHECK(std::string(env) == "im2col", "LOCKSTEP_CPU_CONV=", env, ": expected onednn or im2col");
+    return false;
+  }();
+  return on;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -51,7 +82,13 @@ void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
              w.shape().str());
   }
   const float* b = bias ? bias->data() : nullptr;
-  dispatch(op, ctx, [&] { cpu::conv2d_forward(g, x.data(), w.data(), b, y.data(), column_buffer(ctx, g)); },
+  dispatch(op, ctx,
+           [&] {
+             if (cpu_conv_on_dnnl())
+               LS_DNNL(cpu::dnnl_conv2d_forward(g, x.data(), w.data(), b, y.data()));
+             else
+               cpu::conv2d_forward(g, x.data(), w.data(), b, y.data(), column_buffer(ctx, g));
+           },
            LS_CUDA_TWIN(gpu, { cuda::conv2d_forward(gpu, g, x.data(), w.data(), b, y.data()); }));
 }
 
@@ -64,7 +101,12 @@ void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tenso
   ConvGeometry g = conv2d_geometry(op, dx.shape(), w.shape(), stride, padding);
   check_shape(op, "output gradient", dy, output_shape(g));
   dispatch(op, ctx,
-           [&] { cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate, column_buffer(ctx, g)); },
+           [&] {
+             if (cpu_conv_on_dnnl())
+               LS_DNNL(cpu::dnnl_conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate));
+             else
+               cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate, column_buffer(ctx, g));
+           },
            LS_CUDA_TWIN(gpu, { cuda::conv2d_backward_data(gpu, g, dy.data(), w.data(), dx.data(), accumulate); }));
 }
 
@@ -75,7 +117,13 @@ void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Ten
   check_tensor(op, ctx, "weight gradient", dw);
   ConvGeometry g = conv2d_geometry(op, x.shape(), dw.shape(), stride, padding);
   check_shape(op, "output gradient", dy, output_shape(g));
-  dispatch(op, ctx, [&] { cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), column_buffer(ctx, g)); },
+  dispatch(op, ctx,
+           [&] {
+             if (cpu_conv_on_dnnl())
+               LS_DNNL(cpu::dnnl_conv2d_backward_filter(g, x.data(), dy.data(), dw.data()));
+             else
+               cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), column_buffer(ctx, g));
+           },
            LS_CUDA_TWIN(gpu, { cuda::conv2d_backward_filter(gpu, g, x.data(), dy.data(), dw.data()); }));
 }
 

@@ -74,7 +74,7 @@ SuiteResult run_peers(const Options& given) {
   Series bars{"images/s", {}, {}};
   for (const Device& device : targets) {
     const std::string ours_settings = device.is_cpu()
-                                          ? fmt("%d OpenBLAS threads, fp32", threads)
+                                          ? fmt("%d compute threads, fp32", threads)
                                           : (prec == "tf32" ? "NCHW, TF32 allowed" : "NCHW, FP32");
     double ours_ips = NAN;
     int64_t ours_params = -1;

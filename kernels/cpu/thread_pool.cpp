@@ -13,6 +13,10 @@
 #include <thread>
 #include <vector>
 
+#if LOCKSTEP_WITH_DNNL
+#include <omp.h>
+#endif
+
 namespace lockstep::cpu {
 
 namespace {
@@ -60,6 +64,52 @@ const bool blas_single_threaded = [] {
   return true;
 }();
 
+// Runs part `part` of [0, n) split into `parts`, marked as a region; the
+// first exception of any part is kept in `error`.
+void run_range_part(const RangeBody& body, int64_t n, int part, int parts, std::mutex& error_mutex,
+              std::exception_ptr& error) {
+  inside_region = true;
+  try {
+    body(n * part / parts, n * (part + 1) / parts, part);
+  } catch (...) {
+    std::lock_guard g(error_mutex);
+    if (!error) error = std::current_exception();
+  }
+  inside_region = false;
+}
+
+#if LOCKSTEP_WITH_DNNL
+// With oneDNN built in, the pool's threads are OpenMP's, the ones oneDNN's
+// convolutions run on: two teams of threads would take turns, each spinning
+// on the cores the other needs after its own region (a resnet20 step at 2
+// threads went from 148 ms on 1 thread to only 120-143 ms). One team runs
+// both, and its threads find the next region, ours or oneDNN's, while they spin.
+class Pool {
+public:
+  explicit Pool(int threads) : threads_(threads) {}
+  int threads() const { return threads_; }
+
+  bool try_run(int64_t n, int parts, const RangeBody& body) {
+    std::unique_lock lock(busy_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    std::exception_ptr error;
+    std::mutex error_mutex;
+#pragma omp parallel num_threads(parts)
+    {
+      // OpenMP may give fewer threads than asked for: each takes every team-th part.
+      const int team = omp_get_num_threads();
+      for (int part = omp_get_thread_num(); part < parts; part += team)
+        run_range_part(body, n, part, parts, error_mutex, error);
+    }
+    if (error) std::rethrow_exception(error);
+    return true;
+  }
+
+private:
+  const int threads_;
+  std::mutex busy_;
+};
+#else
 class Pool {
 public:
   explicit Pool(int threads) : threads_(threads) {
@@ -110,16 +160,7 @@ private:
     }
   }
 
-  void run_part(int part, int parts) {
-    inside_region = true;
-    try {
-      (*body_)(n_ * part / parts, n_ * (part + 1) / parts, part);
-    } catch (...) {
-      std::lock_guard g(error_mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-    inside_region = false;
-  }
+  void run_part(int part, int parts) { run_range_part(*body_, n_, part, parts, error_mutex_, error_); }
 
   const int threads_;
   std::vector<std::thread> workers_;
@@ -134,6 +175,7 @@ private:
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
+#endif
 
 std::mutex pool_mutex;
 std::unique_ptr<Pool> pool;  // created on first use

@@ -5,6 +5,10 @@
 // never spin against ours (issue 18: about 30% of cycles went to OpenBLAS's
 // pthread build yielding between sgemm calls on 2 cores).
 //
+// With oneDNN built in (LOCKSTEP_WITH_DNNL), the pool's threads are the
+// OpenMP team oneDNN's convolutions run on, so one set of threads serves
+// both; otherwise they are the pool's own.
+//
 // parallel_for() splits a range into at most compute_threads() contiguous
 // parts; the calling thread runs part 0 and the pool's threads the rest. A
 // call made from inside a parallel region, or while another thread (another

@@ -74,6 +74,7 @@ TEST_CASE("the oneDNN convolution equals the im2col reference forward and backwa
       {3, 5, 13, 11, 7, 5, 1, 0},    // 5x5 without padding, odd channel counts
       {1, 64, 4, 4, 64, 3, 1, 1},    // one sample, wide channels
       {7, 8, 9, 9, 12, 1, 1, 0},     // pointwise
+      {2, 3, 20, 20, 8, 7, 2, 3},    // resnet50's 7x7 stride-2 stem (uneven right padding)
   };
   for (const Case& c : cases) {
     ConvGeometry g;

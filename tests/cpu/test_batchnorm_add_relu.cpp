@@ -9,7 +9,7 @@
 #include "layers/batchnorm2d.h"
 #include "ops/batchnorm.h"
 #include "runtime/context.h"
-#include "support/bn_add_relu_check.h"
+#include "support/bn_relu_check.h"
 #include "support/layer_harness.h"
 
 using namespace lockstep;

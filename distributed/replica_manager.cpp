@@ -100,7 +100,7 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
     r.ctx->make_current();
     r.model = factory(r.device);
     LS_CHECK(r.model != nullptr, "the model factory returned no model for ", r.device.str());
-    r.buckets = make_gradient_buckets(r.model->arenas(), options_.bucket_bytes);
+    r.buckets = make_gradient_buckets(r.model->arenas(), options_.bucket_bytes, options_.first_bucket_bytes);
   });
   broadcast_from_first();
 }

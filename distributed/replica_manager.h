@@ -21,6 +21,10 @@ namespace lockstep {
 
 struct ReplicaOptions {
   size_t bucket_bytes = size_t(25) << 20;  // gradient all-reduce bucket size
+  // The first bucket (the last layers' gradients, done first in backward)
+  // closes at this size when smaller than bucket_bytes, so that
+  // communication starts early in backward (as PyTorch DDP's 1 MiB first bucket).
+  size_t first_bucket_bytes = size_t(1) << 20;
   std::chrono::milliseconds collective_timeout = default_collective_timeout;
   ContextOptions context;
   uint64_t seed = 0;  // dropout and the like; parameters come from the factory

@@ -4,6 +4,7 @@
 #include "ops/batchnorm.h"
 #include "ops/batchnorm_sync.h"
 #include "ops/elementwise.h"
+#include "ops/tensor_ops.h"
 
 namespace lockstep {
 
@@ -28,8 +29,18 @@ std::unique_ptr<BatchNorm2d> BatchNorm2d::with_relu() {
   return layer;
 }
 
+std::unique_ptr<BatchNorm2d> BatchNorm2d::with_add_relu() {
+  auto layer = with_relu();
+  layer->add_ = true;
+  return layer;
+}
+
 Shape BatchNorm2d::output_shape(const std::vector<Shape>& inputs) const {
-  LS_CHECK(inputs.size() == 1, describe(*this, inputs), "takes one input, got ", inputs.size());
+  const size_t expected = add_ ? 2 : 1;
+  LS_CHECK(inputs.size() == expected, describe(*this, inputs),
+           add_ ? "takes two inputs (x, shortcut)" : "takes one input", ", got ", inputs.size());
+  if (add_)
+    LS_CHECK(inputs[1] == inputs[0], describe(*this, inputs), "the shortcut must have the input's shape");
   const Shape& s = inputs[0];
   LS_CHECK(s.rank() == 3, describe(*this, inputs), "needs a [C, H, W] input, got rank ", s.rank());
   LS_CHECK(s[0] > 0 && s[1] > 0 && s[2] > 0, describe(*this, inputs), "needs non-empty channels and images");
@@ -78,10 +89,15 @@ void BatchNorm2d::check_batch(const Tensor& x, const char* pass) const {
 void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode, const StepInfo&) {
   const Tensor& x = inputs.at(0);
   check_batch(x, "forward");
+  // The add and ReLU as separate passes after a batch norm that cannot take them.
+  const auto join = [&] {
+    if (add_) ops::add(ctx, output, inputs.at(1), output);
+    if (relu_) ops::relu_forward(ctx, output, output);
+  };
   if (mode == Mode::eval) {
     saved_values_ = -1;
     ops::batchnorm_forward_eval(ctx, x, weight_, bias_, state_.running_mean, state_.running_var, eps_, output);
-    if (relu_) ops::relu_forward(ctx, output, output);
+    join();
     return;
   }
   if (state_.batch_mean.device() != x.device()) allocate_buffers(x.device());
@@ -93,7 +109,10 @@ void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tenso
       sync_buffer_ = Tensor::empty(Shape{floats}, x.device());
     ops::batchnorm_forward_train_synced(ctx, *group, x, weight_, bias_, eps_, output, state_.batch_mean,
                                         state_.batch_var, saved_mean_, saved_inv_std_, sync_buffer_);
-    if (relu_) ops::relu_forward(ctx, output, output);
+    join();
+  } else if (add_) {
+    ops::batchnorm_add_relu_forward_train(ctx, x, inputs.at(1), weight_, bias_, eps_, output, state_.batch_mean,
+                                          state_.batch_var, saved_mean_, saved_inv_std_);
   } else if (relu_) {
     ops::batchnorm_relu_forward_train(ctx, x, weight_, bias_, eps_, output, state_.batch_mean, state_.batch_var,
                                       saved_mean_, saved_inv_std_);
@@ -112,16 +131,27 @@ void BatchNorm2d::backward(Context& ctx, const std::vector<Tensor>& inputs, cons
   LS_CHECK(saved_values_ == x.dim(0) * x.dim(2) * x.dim(3), describe(*this, {sample_shape(x)}),
            "backward of a batch ", x.shape().str(), " needs a training-mode forward of that batch first");
   Tensor* dx = input_grads.at(0).defined() ? &input_grads[0] : nullptr;
+  Tensor* dshortcut = add_ && input_grads.at(1).defined() ? &input_grads[1] : nullptr;
+  const bool add_shortcut = add_ && grad_modes.at(1) == GradMode::add;
   if (synced_) {
     LS_CHECK(ctx.replica_group(), describe(*this, {sample_shape(x)}),
              "backward of a synchronised forward on a context without its replica group");
     Tensor dy = output_grad;
-    if (relu_) {  // the ReLU's gradient first, into a buffer of its own
-      dy = Tensor::empty(output_grad.shape(), output_grad.device());
+    if (relu_) {
+      // The ReLU's gradient first: into the shortcut's gradient when that is
+      // written (it is exactly that), else into a buffer of its own.
+      const bool into_shortcut = dshortcut && !add_shortcut;
+      dy = into_shortcut ? *dshortcut : Tensor::empty(output_grad.shape(), output_grad.device());
       ops::relu_backward(ctx, output, output_grad, dy, false);
+      if (dshortcut && !into_shortcut) ops::copy_or_add(ctx, dy, *dshortcut, true);
     }
     ops::batchnorm_backward_synced(ctx, *ctx.replica_group(), x, dy, weight_, saved_mean_, saved_inv_std_,
                                    weight_grad_, bias_grad_, dx, grad_modes.at(0) == GradMode::add, sync_buffer_);
+    return;
+  }
+  if (add_) {
+    ops::batchnorm_add_relu_backward(ctx, x, output, output_grad, weight_, saved_mean_, saved_inv_std_, weight_grad_,
+                                     bias_grad_, dx, grad_modes.at(0) == GradMode::add, dshortcut, add_shortcut);
     return;
   }
   if (relu_) {

@@ -16,6 +16,14 @@
 // from that output (ops::batchnorm_relu_*), so the activations are read and
 // written once instead of twice each way. Its parameters and state are the
 // plain layer's (checkpoints do not change); the results are equal bit for bit.
+//
+// BatchNorm2d::with_add_relu() is the tail of a residual block in one layer:
+// two inputs [x, shortcut] and the output max(bn(x) + shortcut, 0), where the
+// graph held bn, add and relu nodes (ops::batchnorm_add_relu_*). Backward
+// writes the shortcut's gradient (the masked dy) as it forms it and runs the
+// batch-norm backward from that buffer. Same parameters, state and results
+// (bit for bit) as the three nodes. Evaluation and synchronised batch norm
+// apply the add and the ReLU after the batch norm, as separate passes.
 #include <memory>
 
 #include "layers/layer.h"
@@ -26,7 +34,9 @@ class BatchNorm2d final : public Layer {
 public:
   explicit BatchNorm2d(float eps = 1e-5f, float momentum = 0.1f);
   static std::unique_ptr<BatchNorm2d> with_relu();
+  static std::unique_ptr<BatchNorm2d> with_add_relu();
   bool fused_relu() const { return relu_; }
+  bool fused_add() const { return add_; }
 
   std::string type() const override { return "batchnorm2d"; }
   Shape output_shape(const std::vector<Shape>& inputs) const override;
@@ -52,6 +62,7 @@ private:
 
   float eps_;
   bool relu_ = false;
+  bool add_ = false;  // a second input, the shortcut, added before the ReLU
   Tensor weight_, bias_, weight_grad_, bias_grad_;
   Tensor saved_mean_, saved_inv_std_;  // [C], from the last training forward
   int64_t saved_values_ = -1;          // N*H*W of that forward; -1 until one ran (or after an eval forward)

@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -17,11 +16,17 @@ namespace lockstep {
 
 namespace {
 
+// A convolution without bias as every conv -> bn unit starts; returns its name.
+std::string conv_for_bn(Graph& g, const std::string& name, const std::string& input, int64_t channels, int kernel,
+                        int stride, int padding) {
+  return g.add(name + ".conv", std::make_unique<Conv2d>(channels, kernel, stride, padding, false, Init::fan_out_normal),
+               {input});
+}
+
 // conv -> bn (-> relu): the unit every CNN here is made of.
 std::string conv_bn(Graph& g, const std::string& name, const std::string& input, int64_t channels, int kernel,
                     int stride, int padding, bool relu) {
-  g.add(name + ".conv", std::make_unique<Conv2d>(channels, kernel, stride, padding, false, Init::fan_out_normal),
-        {input});
+  conv_for_bn(g, name, input, channels, kernel, stride, padding);
   // With the ReLU: one fused layer (the same results, half the passes over the activations).
   return g.then(name + ".bn", relu ? BatchNorm2d::with_relu() : std::make_unique<BatchNorm2d>());
 }
@@ -33,16 +38,19 @@ std::string shortcut(Graph& g, const std::string& name, const std::string& input
   return conv_bn(g, name + ".down", input, out_channels, 1, stride, 0, false);
 }
 
-std::string residual_join(Graph& g, const std::string& name, const std::string& branch, const std::string& skip) {
-  g.add(name + ".add", std::make_unique<Add>(), {branch, skip});
-  return g.then(name + ".relu", std::make_unique<ReLU>());
+// The block's last bn, the add of the shortcut and the relu as one fused
+// layer named as the bn (its parameters keep their names), added after the
+// shortcut's nodes so that the parameters are drawn in the order they were
+// when bn, add and relu were nodes of their own.
+std::string residual_join(Graph& g, const std::string& bn_name, const std::string& conv, const std::string& skip) {
+  return g.add(bn_name + ".bn", BatchNorm2d::with_add_relu(), {conv, skip});
 }
 
 // Basic residual block: conv3-bn-relu-conv3-bn + shortcut, relu. Returns its output channels.
 int64_t basic_block(Graph& g, const std::string& name, std::string& x, int64_t in_channels, int64_t width, int stride) {
   std::string a = conv_bn(g, name + ".a", x, width, 3, stride, 1, true);
-  std::string b = conv_bn(g, name + ".b", a, width, 3, 1, 1, false);
-  x = residual_join(g, name, b, shortcut(g, name, x, in_channels, width, stride));
+  std::string b = conv_for_bn(g, name + ".b", a, width, 3, 1, 1);
+  x = residual_join(g, name + ".b", b, shortcut(g, name, x, in_channels, width, stride));
   return width;
 }
 
@@ -53,8 +61,8 @@ int64_t bottleneck_block(Graph& g, const std::string& name, std::string& x, int6
   const int64_t out_channels = 4 * width;
   std::string a = conv_bn(g, name + ".a", x, width, 1, 1, 0, true);
   std::string b = conv_bn(g, name + ".b", a, width, 3, stride, 1, true);
-  std::string c = conv_bn(g, name + ".c", b, out_channels, 1, 1, 0, false);
-  x = residual_join(g, name, c, shortcut(g, name, x, in_channels, out_channels, stride));
+  std::string c = conv_for_bn(g, name + ".c", b, out_channels, 1, 1, 0);
+  x = residual_join(g, name + ".c", c, shortcut(g, name, x, in_channels, out_channels, stride));
   return out_channels;
 }
 

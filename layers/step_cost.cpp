@@ -79,17 +79,25 @@ StepCost step_cost(const Graph& graph, const StepCostOptions& options) {
       // Forward: one pass of sums (x, x^2: 3 per element) and one of
       // (x - mean) * scale + shift (2). Backward: sums of dy and dy*xhat (3),
       // xhat again (2), dx = a*dy + b*xhat + c (4).
-      c.forward_flops = 5 * in;
-      c.backward_data_flops = 9 * in;
+      // x has the output's shape; `in` also counts the shortcut of a fused join.
+      const double x = out;
+      c.forward_flops = 5 * x;
+      c.backward_data_flops = 9 * x;
       c.forward_bytes = in * a + p * 4 + out * a;
-      c.backward_bytes = out * a + in * a + p * 4 + p * 4 + dx_bytes;
-      if (dynamic_cast<const BatchNorm2d&>(layer).fused_relu()) {
+      c.backward_bytes = out * a + x * a + p * 4 + p * 4 + dx_bytes;
+      const auto& bn = dynamic_cast<const BatchNorm2d&>(layer);
+      if (bn.fused_relu()) {
         // The ReLU in the same passes: its max and mask cost a flop each way
         // and backward reads y (the mask) besides x and dy.
-        c.forward_flops += in;
-        c.backward_data_flops += in;
+        c.forward_flops += x;
+        c.backward_data_flops += x;
         c.backward_bytes += out * a;
       }
+      // The residual add joined in too: a flop per value forward, the
+      // shortcut read there (in `in`) and its gradient written in backward
+      // (in dx_bytes), the masked dy itself, so the add's output, the ReLU's
+      // pass and the shortcut's copy are gone.
+      if (bn.fused_add()) c.forward_flops += x;
     } else if (type == "relu") {
       c.forward_flops = in;
       c.backward_data_flops = in;

@@ -24,12 +24,14 @@ int64_t check_images(const char* op, Context& ctx, const Tensor& x) {
   return x.dim(1);
 }
 
-// The training forward, plain or with the ReLU fused into its normalising pass.
-void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                   float eps, Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
-                   Tensor& saved_inv_std) {
+// The training forward, plain or with the ReLU (and with a shortcut, the
+// residual add before it) fused into its normalising pass.
+void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, const Tensor* shortcut,
+                   const Tensor& gamma, const Tensor& beta, float eps, Tensor& y, Tensor& batch_mean,
+                   Tensor& batch_var, Tensor& saved_mean, Tensor& saved_inv_std) {
   const int64_t c = check_images(op, ctx, x);
   check_shape_and_device(op, ctx, "output", y, x.shape());
+  if (shortcut) check_shape_and_device(op, ctx, "shortcut", *shortcut, x.shape());
   check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
   check_shape_and_device(op, ctx, "beta", beta, Shape{c});
   check_shape_and_device(op, ctx, "batch mean", batch_mean, Shape{c});
@@ -43,27 +45,50 @@ void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, con
         cpu::batchnorm_batch_stats(x.data(), n, c, spatial, eps, saved_mean.data(), batch_var.data(),
                                    saved_inv_std.data());
         std::copy_n(saved_mean.data(), c, batch_mean.data());
-        (relu ? cpu::batchnorm_relu_normalize : cpu::batchnorm_normalize)(
-            x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(), y.data());
+        if (shortcut)
+          cpu::batchnorm_add_relu_normalize(x.data(), shortcut->data(), n, c, spatial, saved_mean.data(),
+                                            saved_inv_std.data(), gamma.data(), beta.data(), y.data());
+        else
+          (relu ? cpu::batchnorm_relu_normalize : cpu::batchnorm_normalize)(
+              x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(), y.data());
       },
       LS_CUDA_TWIN(gpu, {
         void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
         cuda::batchnorm_statistics(gpu.compute_stream, x.data(), n, c, spatial, eps, batch_mean.data(),
                                    batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch);
-        (relu ? cuda::batchnorm_relu_normalize : cuda::batchnorm_normalize)(
-            gpu.compute_stream, x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-            beta.data(), y.data());
+        if (shortcut)
+          cuda::batchnorm_add_relu_normalize(gpu.compute_stream, x.data(), shortcut->data(), n, c, spatial,
+                                             saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(),
+                                             y.data());
+        else
+          (relu ? cuda::batchnorm_relu_normalize : cuda::batchnorm_normalize)(
+              gpu.compute_stream, x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+              beta.data(), y.data());
       }));
 }
 
-// The backward, plain (y null) or through the fused ReLU's output y.
+// The fused residual join's shortcut gradient: where it goes (null: not
+// needed, or no join) and whether it is added there.
+struct ShortcutGrad {
+  Tensor* grad = nullptr;
+  bool accumulate = false;
+  bool joined = false;  // the backward of batch norm + add + ReLU
+};
+
+// The backward, plain (y null) or through the fused ReLU's output y (and the
+// residual add before it, `shortcut.joined`).
 void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, const Tensor& dy, const Tensor& gamma,
               const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta, Tensor* dx,
-              bool accumulate) {
+              bool accumulate, ShortcutGrad shortcut = {}) {
   const int64_t c = check_images(op, ctx, x);
   check_shape_and_device(op, ctx, "output gradient", dy, x.shape());
   if (y) check_shape_and_device(op, ctx, "output", *y, x.shape());
   if (dx) check_shape_and_device(op, ctx, "input gradient", *dx, x.shape());
+  Tensor* ds = shortcut.grad;
+  if (ds) {
+    check_shape_and_device(op, ctx, "shortcut gradient", *ds, x.shape());
+    LS_CHECK(!dx || dx->data() != ds->data(), op, ": the input and shortcut gradients must be separate buffers");
+  }
   check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
   check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
   check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
@@ -73,7 +98,12 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
   float* input_grad = dx ? dx->data() : nullptr;
   dispatch(op, ctx,
            [&] {
-             if (y)
+             if (shortcut.joined)
+               cpu::batchnorm_add_relu_backward(x.data(), y->data(), dy.data(), n, c, spatial, saved_mean.data(),
+                                                saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(),
+                                                input_grad, accumulate, ds ? ds->data() : nullptr,
+                                                shortcut.accumulate);
+             else if (y)
                cpu::batchnorm_relu_backward(x.data(), y->data(), dy.data(), n, c, spatial, saved_mean.data(),
                                             saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(),
                                             input_grad, accumulate);
@@ -83,7 +113,12 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
            },
            LS_CUDA_TWIN(gpu, {
              void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-             if (y)
+             if (shortcut.joined)
+               cuda::batchnorm_add_relu_backward(gpu.compute_stream, x.data(), y->data(), dy.data(), n, c, spatial,
+                                                 saved_mean.data(), saved_inv_std.data(), gamma.data(),
+                                                 dgamma.data(), dbeta.data(), input_grad, accumulate,
+                                                 ds ? ds->data() : nullptr, shortcut.accumulate, scratch);
+             else if (y)
                cuda::batchnorm_relu_backward(gpu.compute_stream, x.data(), y->data(), dy.data(), n, c, spatial,
                                              saved_mean.data(), saved_inv_std.data(), gamma.data(), dgamma.data(),
                                              dbeta.data(), input_grad, accumulate, scratch);
@@ -99,15 +134,15 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
 void batchnorm_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                              Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
                              Tensor& saved_inv_std) {
-  forward_train("batchnorm_forward_train", false, ctx, x, gamma, beta, eps, y, batch_mean, batch_var, saved_mean,
-                saved_inv_std);
+  forward_train("batchnorm_forward_train", false, ctx, x, nullptr, gamma, beta, eps, y, batch_mean, batch_var,
+                saved_mean, saved_inv_std);
 }
 
 void batchnorm_relu_forward_train(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                                   Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& saved_mean,
                                   Tensor& saved_inv_std) {
-  forward_train("batchnorm_relu_forward_train", true, ctx, x, gamma, beta, eps, y, batch_mean, batch_var, saved_mean,
-                saved_inv_std);
+  forward_train("batchnorm_relu_forward_train", true, ctx, x, nullptr, gamma, beta, eps, y, batch_mean, batch_var,
+                saved_mean, saved_inv_std);
 }
 
 void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -143,6 +178,21 @@ void batchnorm_relu_backward(Context& ctx, const Tensor& x, const Tensor& y, con
                              Tensor* dx, bool accumulate) {
   backward("batchnorm_relu_backward", ctx, x, &y, dy, gamma, saved_mean, saved_inv_std, dgamma, dbeta, dx,
            accumulate);
+}
+
+void batchnorm_add_relu_forward_train(Context& ctx, const Tensor& x, const Tensor& shortcut, const Tensor& gamma,
+                                      const Tensor& beta, float eps, Tensor& y, Tensor& batch_mean,
+                                      Tensor& batch_var, Tensor& saved_mean, Tensor& saved_inv_std) {
+  forward_train("batchnorm_add_relu_forward_train", true, ctx, x, &shortcut, gamma, beta, eps, y, batch_mean,
+                batch_var, saved_mean, saved_inv_std);
+}
+
+void batchnorm_add_relu_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                 const Tensor& gamma, const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                 Tensor& dgamma, Tensor& dbeta, Tensor* dx, bool accumulate, Tensor* dshortcut,
+                                 bool accumulate_shortcut) {
+  backward("batchnorm_add_relu_backward", ctx, x, &y, dy, gamma, saved_mean, saved_inv_std, dgamma, dbeta, dx,
+           accumulate, {dshortcut, accumulate_shortcut, true});
 }
 
 void batchnorm_update_running(Context& ctx, BatchNormState& s, const Tensor& mean, const Tensor& biased_var,

@@ -46,6 +46,22 @@ void batchnorm_relu_backward(Context& ctx, const Tensor& x, const Tensor& y, con
                              const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor& dgamma, Tensor& dbeta,
                              Tensor* dx, bool accumulate);
 
+// Batch norm, residual add and ReLU fused (the tail of a residual block):
+// the training forward with y = max(bn(x) + shortcut, 0) in its one
+// normalising pass, and the backward from that y, which writes (or adds, per
+// accumulate_shortcut) the shortcut's gradient, the ReLU-masked dy, to
+// dshortcut (null: not needed) and runs the batch-norm backward from it
+// (dx as batchnorm_backward's; dx and dshortcut separate buffers). Equal bit
+// for bit to batchnorm_forward_train, add, relu_forward, and relu_backward,
+// the add's copy to the shortcut, batchnorm_backward.
+void batchnorm_add_relu_forward_train(Context& ctx, const Tensor& x, const Tensor& shortcut, const Tensor& gamma,
+                                      const Tensor& beta, float eps, Tensor& y, Tensor& batch_mean,
+                                      Tensor& batch_var, Tensor& saved_mean, Tensor& saved_inv_std);
+void batchnorm_add_relu_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                 const Tensor& gamma, const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                 Tensor& dgamma, Tensor& dbeta, Tensor* dx, bool accumulate, Tensor* dshortcut,
+                                 bool accumulate_shortcut);
+
 // running = (1 - s.momentum) * running + s.momentum * value, for the mean and
 // for the UNBIASED variance biased_var * M/(M-1), M = values_per_channel (the
 // values behind the statistics over all replicas, B*H*W). With M <= 1 the

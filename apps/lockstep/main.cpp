@@ -40,6 +40,14 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_flag("--sync-bn", train.sync_bn,
                            "batch-norm statistics over all replicas, all-reduced in forward (N replicas train as one)"),
        "--sync-bn");
+  flag(train_cmd->add_option("--bucket-mb", train.bucket_mb,
+                             "gradient all-reduce bucket size in MiB (overlap with backward; results do not change)")
+           ->check(CLI::PositiveNumber),
+       "--bucket-mb");
+  flag(train_cmd->add_option("--first-bucket-mb", train.first_bucket_mb,
+                             "size in MiB of the first bucket, the last layers' gradients, sent early in backward")
+           ->check(CLI::PositiveNumber),
+       "--first-bucket-mb");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
        "--weight-decay");
   flag(train_cmd->add_option("--clip-grad-norm", train.clip_grad_norm,

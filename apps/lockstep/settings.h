@@ -47,6 +47,8 @@ struct TrainSettings {
   std::string time_limit;       // "10m", "1h", "20s": stop, evaluate and checkpoint past it (empty: none)
   std::string plot;             // training-curve PNG (empty: beside the checkpoint)
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
+  double bucket_mb = 25.0;      // gradient all-reduce bucket size (MiB); results do not depend on it
+  double first_bucket_mb = 1.0; // the first bucket's, smaller so communication starts early in backward
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

@@ -263,6 +263,9 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   options.processes = world;
   options.collective_timeout = collective_timeout();
   options.context.sync_batch_norm = s.sync_bn;
+  const auto bytes = [](double mib) { return static_cast<size_t>(mib * double(1 << 20)); };
+  options.bucket_bytes = bytes(s.bucket_mb);
+  options.first_bucket_bytes = bytes(s.first_bucket_mb);
   return options;
 }
 

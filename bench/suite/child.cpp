@@ -117,7 +117,8 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
   int64_t parameters = 0;
   for (const ParamEntry& e : arenas.entries()) parameters += e.shape.numel();
   json buckets = json::array();
-  for (const Bucket& b : make_gradient_buckets(arenas, options.bucket_bytes)) buckets.push_back(b.end - b.begin);
+  for (const Bucket& b : make_gradient_buckets(arenas, options.bucket_bytes, options.first_bucket_bytes))
+    buckets.push_back(b.end - b.begin);
 
   return json{{"replica_devices", o.replica_devices},
               {"replicas", devices.size()},

@@ -37,17 +37,19 @@ void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t 
 
 namespace {
 
-// What the plain and the ReLU-fused passes share: `Relu` clamps the output,
-// and the backward passes read dy through `grad(i)`, the stored dy or the
-// ReLU's gradient of it.
+// What the plain and the fused passes share: `Relu` clamps the output, a
+// non-null `shortcut` is added before the clamp (the residual join), and the
+// backward passes read dy through `grad(i)`, the stored dy or the ReLU's
+// gradient of it.
 template <bool Relu>
-void normalize_pass(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
-                    const float* inv_std, const float* gamma, const float* beta, float* y) {
+void normalize_pass(const float* x, const float* shortcut, int64_t n, int64_t channels, int64_t spatial,
+                    const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
   // One item per (sample, channel) plane.
   parallel_items(n * channels, spatial, [&](int64_t plane) {
     const int64_t c = plane % channels, base = plane * spatial;
     for (int64_t j = 0; j < spatial; ++j) {
-      const float v = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
+      float v = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
+      if (shortcut) v += shortcut[base + j];
       y[base + j] = Relu ? relu_forward(v) : v;
     }
   });
@@ -85,12 +87,15 @@ void input_gradient_pass(const float* x, Grad grad, int64_t n, int64_t channels,
   });
 }
 
-template <class Grad>
-void backward_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
-                   const float* inv_std, const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate) {
+// The sums pass reads the gradient through `sums_grad`, the input-gradient
+// pass through `input_grad`: the same values, possibly from another buffer.
+template <class SumsGrad, class InputGrad>
+void backward_pass(const float* x, SumsGrad sums_grad, InputGrad input_grad, int64_t n, int64_t channels,
+                   int64_t spatial, const float* mean, const float* inv_std, const float* gamma, float* dgamma,
+                   float* dbeta, float* dx, bool accumulate) {
   const int64_t count = n * spatial;
   std::vector<double> sum_dy(channels), sum_dy_xhat(channels);
-  gradient_sums_pass(x, grad, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data());
+  gradient_sums_pass(x, sums_grad, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data());
   std::vector<float> mean_dy(channels), mean_dy_xhat(channels);
   for (int64_t c = 0; c < channels; ++c) {
     dbeta[c] = static_cast<float>(sum_dy[c]);
@@ -100,20 +105,26 @@ void backward_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64
     mean_dy_xhat[c] = static_cast<float>(sum_dy_xhat[c] / static_cast<double>(count));
   }
   if (!dx || count == 0) return;
-  input_gradient_pass(x, grad, n, channels, spatial, mean, inv_std, gamma, mean_dy.data(), mean_dy_xhat.data(), dx,
-                      accumulate);
+  input_gradient_pass(x, input_grad, n, channels, spatial, mean, inv_std, gamma, mean_dy.data(), mean_dy_xhat.data(),
+                      dx, accumulate);
+}
+
+template <class Grad>
+void backward_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                   const float* inv_std, const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate) {
+  backward_pass(x, grad, grad, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate);
 }
 
 }  // namespace
 
 void batchnorm_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
                          const float* inv_std, const float* gamma, const float* beta, float* y) {
-  normalize_pass<false>(x, n, channels, spatial, mean, inv_std, gamma, beta, y);
+  normalize_pass<false>(x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
 }
 
 void batchnorm_relu_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
                               const float* inv_std, const float* gamma, const float* beta, float* y) {
-  normalize_pass<true>(x, n, channels, spatial, mean, inv_std, gamma, beta, y);
+  normalize_pass<true>(x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
 }
 
 void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* running_mean,
@@ -152,6 +163,36 @@ void batchnorm_relu_backward(const float* x, const float* y, const float* dy, in
                              float* dgamma, float* dbeta, float* dx, bool accumulate) {
   backward_pass(x, [y, dy](int64_t i) { return relu_backward(y[i], dy[i]); }, n, channels, spatial, mean, inv_std,
                 gamma, dgamma, dbeta, dx, accumulate);
+}
+
+void batchnorm_add_relu_normalize(const float* x, const float* shortcut, int64_t n, int64_t channels, int64_t spatial,
+                                  const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                                  float* y) {
+  normalize_pass<true>(x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y);
+}
+
+void batchnorm_add_relu_backward(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                                 int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
+                                 float* dgamma, float* dbeta, float* dx, bool accumulate, float* dshortcut,
+                                 bool accumulate_shortcut) {
+  const auto masked = [y, dy](int64_t i) { return relu_backward(y[i], dy[i]); };
+  if (!dshortcut) {
+    backward_pass(x, masked, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate);
+    return;
+  }
+  // The shortcut's gradient is the masked dy itself: stored as the sums pass
+  // forms it, and when written (not added) it is what the input-gradient
+  // pass reads back, one tensor where the mask needs two.
+  const auto stored = [&](int64_t i) {
+    const float g = masked(i);
+    store_grad(dshortcut[i], g, accumulate_shortcut);
+    return g;
+  };
+  if (accumulate_shortcut)
+    backward_pass(x, stored, masked, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate);
+  else
+    backward_pass(x, stored, [dshortcut](int64_t i) { return dshortcut[i]; }, n, channels, spatial, mean, inv_std,
+                  gamma, dgamma, dbeta, dx, accumulate);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

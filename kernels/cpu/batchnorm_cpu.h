@@ -51,6 +51,22 @@ void batchnorm_relu_backward(const float* x, const float* y, const float* dy, in
                              int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
                              float* dgamma, float* dbeta, float* dx, bool accumulate);
 
+// Batch norm, residual add and ReLU fused, the tail of a residual block:
+// y = max(gamma * (x - mean) * inv_std + beta + shortcut, 0), as
+// batchnorm_normalize, add, relu. Backward from that y: the ReLU's gradient g
+// (dy where y > 0, else 0) is the shortcut's gradient, written or added
+// (accumulate_shortcut) to dshortcut (null: not needed) in the gradient-sums
+// pass, and the batch-norm backward runs from g, reading dshortcut back when
+// it was written (it then holds g exactly). The results equal the unfused
+// sequence's bit for bit. dx and dshortcut must not overlap.
+void batchnorm_add_relu_normalize(const float* x, const float* shortcut, int64_t n, int64_t channels, int64_t spatial,
+                                  const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                                  float* y);
+void batchnorm_add_relu_backward(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+                                 int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
+                                 float* dgamma, float* dbeta, float* dx, bool accumulate, float* dshortcut,
+                                 bool accumulate_shortcut);
+
 // running = (1 - momentum) * running + momentum * value, the variance made
 // unbiased with values_per_channel (see bn_unbiased_var).
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

@@ -60,15 +60,17 @@ __device__ __forceinline__ uint32_t channel_of(int64_t plane, uint32_t channels)
   return static_cast<uint32_t>(plane) % channels;
 }
 
-// Relu: batch norm + ReLU fused, the output clamped at 0.
+// Relu: batch norm + ReLU fused, the output clamped at 0; a non-null
+// shortcut is added before the clamp (the residual join).
 template <bool Relu>
 __global__ void __launch_bounds__(kThreads)
-    normalize(const float* x, float* y, Layout l, const float* mean, const float* inv_std, const float* gamma,
-              const float* beta) {
+    normalize(const float* x, const float* shortcut, float* y, Layout l, const float* mean, const float* inv_std,
+              const float* gamma, const float* beta) {
   const uint32_t channels = static_cast<uint32_t>(l.channels);
   detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
     const uint32_t c = channel_of(p, channels);
-    const float v = bn_normalize(x[i], mean[c], inv_std[c], gamma[c], beta[c]);
+    float v = bn_normalize(x[i], mean[c], inv_std[c], gamma[c], beta[c]);
+    if (shortcut) v += shortcut[i];
     y[i] = Relu ? relu_forward(v) : v;
   });
 }
@@ -89,17 +91,24 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
+// What the gradient-sums pass does with the gradient it forms besides
+// summing it: nothing, or (batch norm + add + ReLU) store it as the
+// shortcut's gradient, written or added.
+enum class Shortcut { none, write, add };
+
 // sum(dy) and sum(dy * xhat) of a run, xhat formed in float as the CPU does.
-template <bool Relu>
+template <bool Relu, Shortcut Store = Shortcut::none>
 __global__ void __launch_bounds__(kThreads)
     run_gradient_sums(const float* x, const float* dy, const float* y, Layout l, const float* mean,
-                      const float* inv_std, double* partial_dy, double* partial_dy_xhat) {
+                      const float* inv_std, double* partial_dy, double* partial_dy_xhat, float* dshortcut) {
   const int64_t c = blockIdx.x / l.splits;
   const float m = mean[c], inv = inv_std[c];
   double sum_dy = 0.0, sum_dy_xhat = 0.0;
   for_each_in_run(l, [&](int64_t o) {
     const double xhat = (x[o] - m) * inv;
     const float g = grad_at<Relu>(dy, y, o);
+    if (Store == Shortcut::write) dshortcut[o] = g;
+    if (Store == Shortcut::add) dshortcut[o] += g;
     sum_dy += g;
     sum_dy_xhat += g * xhat;
   });
@@ -172,11 +181,12 @@ Scratch carve(void* scratch, const Layout& l) {
 unsigned plane_blocks(const Layout& l) { return detail::plane_grid(l.n * l.channels, l.log2); }
 
 template <bool Relu>
-void launch_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                      const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
+void launch_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n, int64_t channels,
+                      int64_t spatial, const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                      float* y) {
   if (n * channels * spatial <= 0) return;
   Layout l = layout_for(n, channels, spatial);
-  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize<Relu>)(x, y, l, mean, inv_std, gamma, beta);
+  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize<Relu>)(x, shortcut, y, l, mean, inv_std, gamma, beta);
   LS_CUDA_CHECK_LAUNCH("normalize");
 }
 
@@ -193,23 +203,37 @@ void launch_input_gradient(cudaStream_t stream, const Layout& l, const float* x,
   LS_CUDA_CHECK_LAUNCH("input_gradient");
 }
 
-// y is read only with Relu (the fused ReLU's output).
+// y is read only with Relu (the fused ReLU's output); dshortcut (with Relu
+// only) receives the masked gradient per `store`, and once written it is
+// what the input-gradient pass reads instead of y and dy.
 template <bool Relu>
 void launch_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
                      int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
-                     float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch) {
+                     float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch,
+                     Shortcut store = Shortcut::none, float* dshortcut = nullptr) {
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
-  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu>)(x, dy, y, l, saved_mean, saved_inv_std,
-                                                                        s.first, s.second);
+  if (store == Shortcut::write)
+    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::write>)(
+        x, dy, y, l, saved_mean, saved_inv_std, s.first, s.second, dshortcut);
+  else if (store == Shortcut::add)
+    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::add>)(
+        x, dy, y, l, saved_mean, saved_inv_std, s.first, s.second, dshortcut);
+  else
+    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu>)(x, dy, y, l, saved_mean, saved_inv_std,
+                                                                          s.first, s.second, nullptr);
   LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
   LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums)(l, s.first, s.second, dgamma, dbeta,
                                                                           s.floats_a, s.floats_b);
   LS_CUDA_CHECK_LAUNCH("finish_gradient_sums");
   if (!dx || n * spatial == 0) return;
-  launch_input_gradient<Relu>(stream, l, x, dy, y, saved_mean, saved_inv_std, gamma, s.floats_a, s.floats_b, dx,
-                              accumulate);
+  if (store == Shortcut::write)
+    launch_input_gradient<false>(stream, l, x, dshortcut, nullptr, saved_mean, saved_inv_std, gamma, s.floats_a,
+                                 s.floats_b, dx, accumulate);
+  else
+    launch_input_gradient<Relu>(stream, l, x, dy, y, saved_mean, saved_inv_std, gamma, s.floats_a, s.floats_b, dx,
+                                accumulate);
 }
 
 }  // namespace
@@ -236,13 +260,13 @@ void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_
 
 void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                          const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
-  launch_normalize<false>(stream, x, n, channels, spatial, mean, inv_std, gamma, beta, y);
+  launch_normalize<false>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
 }
 
 void batchnorm_relu_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                               const float* mean, const float* inv_std, const float* gamma, const float* beta,
                               float* y) {
-  launch_normalize<true>(stream, x, n, channels, spatial, mean, inv_std, gamma, beta, y);
+  launch_normalize<true>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
 }
 
 void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
@@ -277,6 +301,22 @@ void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y
                         accumulate, scratch);
 }
 
+void batchnorm_add_relu_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n,
+                                  int64_t channels, int64_t spatial, const float* mean, const float* inv_std,
+                                  const float* gamma, const float* beta, float* y) {
+  launch_normalize<true>(stream, x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y);
+}
+
+void batchnorm_add_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
+                                 int64_t channels, int64_t spatial, const float* saved_mean,
+                                 const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta,
+                                 float* dx, bool accumulate, float* dshortcut, bool accumulate_shortcut,
+                                 void* scratch) {
+  const Shortcut store = !dshortcut ? Shortcut::none : accumulate_shortcut ? Shortcut::add : Shortcut::write;
+  launch_backward<true>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta, dx,
+                        accumulate, scratch, store, dshortcut);
+}
+
 void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                              int64_t spatial, const float* mean, const float* inv_std, double* sum_dy,
                              double* sum_dy_xhat, void* scratch) {
@@ -284,7 +324,7 @@ void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* d
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
   LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<false>)(x, dy, nullptr, l, mean, inv_std, s.first,
-                                                                         s.second);
+                                                                         s.second, nullptr);
   LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
   LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums_double)(l, s.first, s.second, sum_dy,
                                                                                  sum_dy_xhat);

@@ -71,6 +71,21 @@ void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y
                              const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
                              void* scratch);
 
+// Batch norm, residual add and ReLU fused, as kernels/cpu/batchnorm_cpu.h's
+// twins: y = max(bn(x) + shortcut, 0) in the normalising pass (after
+// batchnorm_statistics); backward from that y, the masked gradient stored as
+// the shortcut's (written or added; dshortcut null: not needed) by the
+// gradient-sums pass, which the input-gradient pass then reads back when it
+// was written. Equal to batch norm, add and ReLU unfused bit for bit.
+void batchnorm_add_relu_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n,
+                                  int64_t channels, int64_t spatial, const float* mean, const float* inv_std,
+                                  const float* gamma, const float* beta, float* y);
+void batchnorm_add_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
+                                 int64_t channels, int64_t spatial, const float* saved_mean,
+                                 const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta,
+                                 float* dx, bool accumulate, float* dshortcut, bool accumulate_shortcut,
+                                 void* scratch);
+
 // running = (1 - momentum) * running + momentum * value, for the mean and the
 // unbiased variance (bn_unbiased_var).
 void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,

@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_flag("--sync-bn", train.sync_bn,
                            "batch-norm statistics over all replicas, all-reduced in forward (N replicas train as one)"),
        "--sync-bn");
+  flag(train_cmd->add_flag("--cuda-graphs", train.cuda_graphs,
+                           "GPU replicas capture a step into a CUDA graph and replay it while the batch size stays "
+                           "(proven on the emulated GPU only)"),
+       "--cuda-graphs");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
        "--weight-decay");
   flag(train_cmd->add_option("--clip-grad-norm", train.clip_grad_norm,

@@ -47,6 +47,7 @@ struct TrainSettings {
   std::string time_limit;       // "10m", "1h", "20s": stop, evaluate and checkpoint past it (empty: none)
   std::string plot;             // training-curve PNG (empty: beside the checkpoint)
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
+  bool cuda_graphs = false;     // replay each GPU step from a CUDA graph (ReplicaOptions::cuda_graphs); not saved
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

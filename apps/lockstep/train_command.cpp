@@ -263,6 +263,7 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   options.processes = world;
   options.collective_timeout = collective_timeout();
   options.context.sync_batch_norm = s.sync_bn;
+  options.cuda_graphs = s.cuda_graphs;
   return options;
 }
 

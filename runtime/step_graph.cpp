@@ -9,7 +9,9 @@
 namespace lockstep {
 
 StepGraph::~StepGraph() = default;
-void StepGraph::launch(Context& ctx) { LS_FAIL("a CUDA graph step on ", ctx.device().str(), " in a build without CUDA"); }
+void StepGraph::launch(Context& ctx) {
+  LS_FAIL("a CUDA graph step on ", ctx.device().str(), " in a build without CUDA");
+}
 StepCapture::StepCapture(Context& ctx) : ctx_(ctx) {
   LS_FAIL("a CUDA graph capture on ", ctx.device().str(), " in a build without CUDA");
 }

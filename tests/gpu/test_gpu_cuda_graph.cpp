@@ -7,9 +7,8 @@
 // then captured again). A replayed step queues far fewer launches from the
 // host than an eager one. Only the emulated runtime counts launches, so the
 // counts are checked there; the equality holds in any GPU build.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
@@ -94,7 +93,8 @@ void check_graph_equals_eager(const std::string& name, const Shape& sample, int 
 
 }  // namespace
 
-TEST_CASE("steps replayed from a CUDA graph train as eager steps, bit for bit", "[gpu][replica][cuda-graph]") {
+TEST_CASE("replicas replaying steps from a CUDA graph train as eager replicas, bit for bit",
+          "[gpu][replica][cuda-graph]") {
   const int most = std::min(cuda_device_count(), 2);
   for (int devices = 1; devices <= most; ++devices) {
     check_graph_equals_eager("simple-cnn", Shape{1, 12, 12}, devices);  // dropout
@@ -102,7 +102,7 @@ TEST_CASE("steps replayed from a CUDA graph train as eager steps, bit for bit", 
   }
 }
 
-TEST_CASE("a resnet18 step replayed from a CUDA graph", "[gpu][replica][cuda-graph]") {
+TEST_CASE("resnet18 replicas replaying a step from a CUDA graph", "[gpu][replica][cuda-graph]") {
   // Small images: what is launched per step does not depend on their size.
   check_graph_equals_eager("resnet18", Shape{3, 8, 8}, 1);
 }

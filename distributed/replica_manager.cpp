@@ -9,6 +9,7 @@
 #include "distributed/communicator_group.h"
 #include "base/error.h"
 #include "distributed/gradient_buckets.h"
+#include "distributed/replica_graph.h"
 #include "runtime/host_syncs.h"
 
 namespace lockstep {
@@ -26,6 +27,7 @@ struct ReplicaManager::Replica {
   std::unique_ptr<CommunicatorGroup> group;  // what the replica's layers see of the others
   StepMetrics metrics;
   PhaseTimes times;
+  ReplicaGraph graph;  // ReplicaOptions::cuda_graphs; after ctx, so destroyed before it
   WorkerThread thread;  // last member: joined before the rest is destroyed
 };
 
@@ -205,11 +207,17 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
            "batch of ", global, " over ", n, " replicas");
   plan_step(batch);
   const uint64_t step = step_;
+  // A CUDA graph needs GPU replicas, no wait inside the step, one process
+  // (the watchdog of a cross-process run watches eager collectives) and a
+  // sample on every replica.
+  const bool graphs = options_.cuda_graphs && replicas_[0]->device.is_cuda() && processes() == 1 &&
+                      !options_.context.sync_timing && global >= n;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
     // Nothing in the step waits for the device before the read-back at its
     // end (with sync_timing, the drains it asks for): counted where the build can.
     const std::optional<uint64_t> syncs_at_start = host_synchronizations_on_this_thread();
+    const std::optional<uint64_t> launches_at_start = host_launches_on_this_thread();
     r.ctx->clear_marks();
     const int data_mark = r.ctx->mark_time();
     Tensor images, labels;
@@ -226,42 +234,81 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
       labels = slice_to_device(batch.labels, slice, *r.ctx);
     }
 
-    // Each bucket goes as soon as backward has finished every gradient in it.
-    ParameterArenas& arenas = r.model->arenas();
-    size_t next_bucket = 0;
-    GradReadyCallback on_ready;
-    if (n > 1)
-      on_ready = [&](int64_t first_ready) {
-        for (; next_bucket < r.buckets.size() && r.buckets[next_bucket].begin >= first_ready; ++next_bucket) {
-          const Bucket& b = r.buckets[next_bucket];
-          comm_->all_reduce_sum(r.rank, *r.ctx, arenas.grads.data() + b.begin, b.end - b.begin);
-        }
-      };
-    const StepInfo info{options_.seed, step, slice.offset};
-    TrainStepResult result =
-        r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), on_ready);
-    const int compute_end_mark = result.end_mark >= 0 ? result.end_mark : r.ctx->mark_time();
-    double weight = static_cast<double>(slice.count) / static_cast<double>(global);
-    r.bn_sync.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
-    if (n > 1) comm_->wait(r.rank, *r.ctx);
-    if (options_.context.sync_timing) r.ctx->synchronize();
-    const int update_mark = r.ctx->mark_time();
-    sgd_step(*r.ctx, arenas, sgd, lr);
-    const int end_mark = r.ctx->mark_time();
-    if (syncs_at_start) r.times.host_syncs += *host_synchronizations_on_this_thread() - *syncs_at_start;
+    // The step's device work, from forward to the update: queued as it
+    // goes, or recorded into the replica's CUDA graph.
+    struct Queued {
+      TrainStepResult result;
+      int compute_end_mark = -1, update_mark = -1;
+    };
+    auto queue_step = [&](const Tensor& step_images, const Tensor& step_labels, const StepInfo& info,
+                          const float* lr_on_device) {
+      // Each bucket goes as soon as backward has finished every gradient in it.
+      ParameterArenas& arenas = r.model->arenas();
+      size_t next_bucket = 0;
+      GradReadyCallback on_ready;
+      if (n > 1)
+        on_ready = [&](int64_t first_ready) {
+          for (; next_bucket < r.buckets.size() && r.buckets[next_bucket].begin >= first_ready; ++next_bucket) {
+            const Bucket& b = r.buckets[next_bucket];
+            comm_->all_reduce_sum(r.rank, *r.ctx, arenas.grads.data() + b.begin, b.end - b.begin);
+          }
+        };
+      Queued q;
+      q.result =
+          r.model->train_step(*r.ctx, info, step_images, step_labels, 1.0f / static_cast<float>(global), on_ready);
+      q.compute_end_mark = q.result.end_mark >= 0 ? q.result.end_mark : r.ctx->mark_time();
+      double weight = static_cast<double>(slice.count) / static_cast<double>(global);
+      r.bn_sync.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
+      if (n > 1) comm_->wait(r.rank, *r.ctx);
+      if (options_.context.sync_timing) r.ctx->synchronize();
+      q.update_mark = r.ctx->mark_time();
+      sgd_step(*r.ctx, arenas, sgd, lr, lr_on_device);
+      return q;
+    };
 
-    // The step's one read-back: the metrics, and with them every mark.
-    r.metrics = result.metrics();
-    if (!result.read_back) r.ctx->synchronize();  // an empty slice queued no loss pass to wait for
-    const int forward_mark = result.forward_mark >= 0 ? result.forward_mark : compute_end_mark;
-    const int backward_mark = result.backward_mark >= 0 ? result.backward_mark : compute_end_mark;
-    r.times.data += r.ctx->seconds_between(data_mark, forward_mark);
-    r.times.forward += r.ctx->seconds_between(forward_mark, backward_mark);
-    r.times.backward += r.ctx->seconds_between(backward_mark, compute_end_mark);
-    // After backward: waiting for the all-reduces and the BN combination.
-    r.times.communication += r.ctx->seconds_between(compute_end_mark, update_mark);
-    r.times.update += r.ctx->seconds_between(update_mark, end_mark);
+    // Every step tells the graph its size: one at another size drops it.
+    if (r.graph.follows(global) && graphs) {
+      // Capture (the first time) and launch: the batch slice and the
+      // per-step values go to the graph's fixed buffers first.
+      r.graph.stage(*r.ctx, images, labels, lr, step);
+      const int launch_mark = r.ctx->mark_time();
+      if (!r.graph.captured()) {
+        const StepInfo info{options_.seed, step, slice.offset, r.graph.step_on_device()};
+        StepCapture capture(*r.ctx);
+        TrainStepResult captured = queue_step(r.graph.images(), r.graph.labels(), info, r.graph.lr_on_device()).result;
+        r.graph.keep(capture.finish(), std::move(captured));
+        ++r.times.graph_captures;
+      }
+      r.graph.launch(*r.ctx);
+      ++r.times.graph_steps;
+      const int end_mark = r.ctx->mark_time();
+      if (syncs_at_start) r.times.host_syncs += *host_synchronizations_on_this_thread() - *syncs_at_start;
+      r.metrics = r.graph.metrics();
+      if (!r.graph.reads_back()) r.ctx->synchronize();
+      r.times.data += r.ctx->seconds_between(data_mark, launch_mark);
+      r.times.forward += r.ctx->seconds_between(launch_mark, end_mark);
+    } else {
+      const StepInfo info{options_.seed, step, slice.offset};
+      Queued q = queue_step(images, labels, info, nullptr);
+      TrainStepResult& result = q.result;
+      const int end_mark = r.ctx->mark_time();
+      if (syncs_at_start) r.times.host_syncs += *host_synchronizations_on_this_thread() - *syncs_at_start;
+
+      // The step's one read-back: the metrics, and with them every mark.
+      r.metrics = result.metrics();
+      if (!result.read_back) r.ctx->synchronize();  // an empty slice queued no loss pass to wait for
+      const int forward_mark = result.forward_mark >= 0 ? result.forward_mark : q.compute_end_mark;
+      const int backward_mark = result.backward_mark >= 0 ? result.backward_mark : q.compute_end_mark;
+      r.times.data += r.ctx->seconds_between(data_mark, forward_mark);
+      r.times.forward += r.ctx->seconds_between(forward_mark, backward_mark);
+      r.times.backward += r.ctx->seconds_between(backward_mark, q.compute_end_mark);
+      // After backward: waiting for the all-reduces and the BN combination.
+      r.times.communication += r.ctx->seconds_between(q.compute_end_mark, q.update_mark);
+      r.times.update += r.ctx->seconds_between(q.update_mark, end_mark);
+    }
     r.times.steps += 1;
+    // After the read-back, so the step's whole share of launches is in.
+    if (launches_at_start) r.times.host_launches += *host_launches_on_this_thread() - *launches_at_start;
   });
   ++step_;
   times_ = replicas_[0]->times;
@@ -290,6 +337,7 @@ StepMetrics ReplicaManager::evaluate(const HostBatch& batch) {
   const int n = global_size();
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
+    r.graph.drop();  // evaluation may allocate what outlives it (ReplicaGraph)
     r.metrics = {};
     if (slice.count == 0) return;
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
@@ -307,6 +355,7 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
   std::vector<float> out(global * classes);
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, global_size(), global_rank(r.rank));
+    r.graph.drop();  // as in evaluate
     if (slice.count == 0) return;
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     std::vector<float> part = r.model->logits(*r.ctx, images).to_vector();

@@ -43,6 +43,19 @@ struct ReplicaOptions {
   // per new batch size, on GPUs with more than one replica only. Off only
   // to compare.
   bool plan_new_shapes = true;
+  // GPU replicas of a single-process run: the second of consecutive steps at
+  // one global batch size is captured, on each replica's streams, into a
+  // CUDA graph (forward, loss, backward, the bucketed all-reduces, the
+  // batch-norm combination, the fused update; runtime/step_graph.h) and
+  // every later step at that size replays it with one launch. The learning
+  // rate and the step index reach the graph through a small device buffer
+  // written before each launch, the batch through buffers at fixed addresses.
+  // A step at another size (the last partial batch) runs eagerly and drops
+  // the graph, as do evaluate() and logits(), so no memory the graph uses is
+  // handed to anything that outlives a step while the graph exists. Off with
+  // sync_timing (it waits inside the step). Replayed steps equal eager steps
+  // bit for bit (tests/gpu/test_gpu_cuda_graph.cpp, emulated GPU only).
+  bool cuda_graphs = false;
 };
 
 // Seconds spent in each phase, summed over the steps since the last reset
@@ -59,6 +72,16 @@ struct PhaseTimes {
   // (the most of any replica), where the build counts them (the emulated GPU;
   // runtime/host_syncs.h); 0 elsewhere. Zero unless sync_timing is set.
   uint64_t host_syncs = 0;
+  // Work the steps queued on GPU streams from the host (kernels, library
+  // calls, copies, event records and waits; runtime/host_syncs.h), summed
+  // over the steps, replica 0's; 0 where the build cannot count them.
+  // Divided by `steps`: what one step asks of the host.
+  uint64_t host_launches = 0;
+  // Steps replayed from a CUDA graph (ReplicaOptions::cuda_graphs), and those
+  // that captured one (also counted as replayed: they launch it). The whole
+  // of a replayed step's device time counts as forward.
+  int64_t graph_steps = 0;
+  int64_t graph_captures = 0;
   // Steps whose batch the step before had already copied to the devices
   // (train_step's `next`).
   int64_t batches_ahead = 0;

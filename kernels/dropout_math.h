@@ -16,6 +16,16 @@ LS_HD uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t salt) {
   return random_key(random_key(seed, salt), step);
 }
 
+// A layer's key as a kernel takes it: known on the host (`value`), or built
+// when the kernel runs from the layer's part and the step in device memory
+// (a CUDA graph replays with each step's own step index).
+struct DropoutKey {
+  uint64_t value = 0;
+  uint64_t layer = 0;                    // random_key(seed, salt)
+  const uint64_t* step_on_device = nullptr;
+  LS_HD uint64_t get() const { return step_on_device ? random_key(layer, *step_on_device) : value; }
+};
+
 // Keeps with probability 1 - p (up to the 2^-24 grid of the draw).
 LS_HD bool dropout_keeps(uint64_t key, uint64_t global_index, float p) {
   return random_uniform(key, global_index) >= p;

@@ -16,6 +16,10 @@ struct SgdHyper {
   // Gradient clipping: when set, every gradient is first multiplied by
   // *grad_scale (device memory on a GPU, so the step never waits for the host).
   const float* grad_scale = nullptr;
+  // Where set (a GPU; a step replayed from a CUDA graph): the learning rate
+  // in device memory, read when the kernel runs instead of `lr`, so one
+  // captured graph follows a schedule that changes every step.
+  const float* lr_on_device = nullptr;
 };
 
 // PyTorch's clip_grad_norm_: the gradients, taken as one vector of L2 norm

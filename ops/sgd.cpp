@@ -10,14 +10,17 @@
 
 namespace lockstep {
 
-void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr) {
+void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr, const float* lr_on_device) {
   LS_CHECK(arenas.momentum.defined(), "sgd_step on arenas without a momentum buffer");
   LS_CHECK(lr >= 0.0f && config.momentum >= 0.0f && config.weight_decay >= 0.0f && config.clip_grad_norm >= 0.0f,
            "sgd_step: negative lr ", lr, ", momentum ", config.momentum, ", weight decay ", config.weight_decay,
            " or gradient clipping norm ", config.clip_grad_norm);
   LS_CHECK(arenas.params.device() == ctx.device(), "sgd_step: arenas on ", arenas.params.device().str(),
            ", context on ", ctx.device().str());
+  LS_CHECK(!lr_on_device || ctx.device().is_cuda(), "sgd_step: a learning rate in device memory on ",
+           ctx.device().str());
   SgdHyper hyper{lr, config.momentum, config.weight_decay, config.nesterov};
+  hyper.lr_on_device = lr_on_device;
   const auto& segments = arenas.segments();
   ops::dispatch(
       "sgd_step", ctx,

@@ -17,6 +17,10 @@ struct SgdConfig {
   float clip_grad_norm = 0.0f;
 };
 
-void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr);
+// `lr_on_device` (GPU only, may be null): device memory the kernel reads the
+// learning rate from when it runs (a step replayed from a CUDA graph); `lr`
+// is then only checked.
+void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr,
+              const float* lr_on_device = nullptr);
 
 }  // namespace lockstep

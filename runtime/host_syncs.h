@@ -15,4 +15,12 @@ namespace lockstep {
 // where this build cannot count them.
 std::optional<uint64_t> host_synchronizations_on_this_thread();
 
+// Host launches: each piece of work the calling thread queued on a GPU
+// stream (a kernel, a cuDNN/cuBLAS/NCCL call, a copy or fill, an event record
+// or wait, a graph launch) since it started. Work recorded into a CUDA graph
+// counts nothing until the graph is launched, and then once: this is how the
+// CUDA-graph step shows what it saves the host (ReplicaOptions::cuda_graphs,
+// PhaseTimes::host_launches). Counted by the emulated runtime only, as above.
+std::optional<uint64_t> host_launches_on_this_thread();
+
 }  // namespace lockstep

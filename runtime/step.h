@@ -12,6 +12,11 @@ struct StepInfo {
   uint64_t seed = 0;
   uint64_t step = 0;
   int64_t sample_offset = 0;
+  // Where set (a GPU step replayed from a CUDA graph, ReplicaOptions::cuda_graphs):
+  // device memory holding the step, which the kernels read when they run, so
+  // one captured graph draws each step's numbers. `step` is then only what
+  // the host knows of it (the CPU reference ignores the pointer; GPU only).
+  const uint64_t* step_on_device = nullptr;
 };
 
 }  // namespace lockstep

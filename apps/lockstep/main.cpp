@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
                              "size in MiB of the first bucket, the last layers' gradients, sent early in backward")
            ->check(CLI::PositiveNumber),
        "--first-bucket-mb");
+  flag(train_cmd->add_flag("--cuda-graphs", train.cuda_graphs,
+                           "GPU replicas capture a step into a CUDA graph and replay it while the batch size stays "
+                           "(proven on the emulated GPU only)"),
+       "--cuda-graphs");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
        "--weight-decay");
   flag(train_cmd->add_option("--clip-grad-norm", train.clip_grad_norm,

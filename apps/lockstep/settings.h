@@ -49,6 +49,7 @@ struct TrainSettings {
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
   double bucket_mb = 25.0;      // gradient all-reduce bucket size (MiB); results do not depend on it
   double first_bucket_mb = 1.0; // the first bucket's, smaller so communication starts early in backward
+  bool cuda_graphs = false;     // replay each GPU step from a CUDA graph (ReplicaOptions::cuda_graphs); not saved
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

@@ -101,6 +101,16 @@ void NcclCommunicator::all_reduce(int rank, Context& ctx, void* data, int64_t co
   LS_CUDA_CHECK(cudaStreamWaitEvent(cuda.comm_stream, r.produced, 0));
   LS_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), type, ncclSum, comms_[rank], cuda.comm_stream));
   LS_CUDA_CHECK(cudaEventRecord(r.reduced, cuda.comm_stream));
+  // Recorded into a CUDA graph (ReplicaOptions::cuda_graphs), the collective
+  // runs only when the graph is launched, and CUDA refuses to query an event
+  // recorded in a capture: the watchdog has nothing to watch. (A replayed
+  // step's collectives are waited for by its end-of-step read-back.)
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  LS_CUDA_CHECK(cudaStreamIsCapturing(cuda.comm_stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    r.pending = false;  // the event now belongs to the capture; what it marked before is over or superseded
+    return;
+  }
   if (!r.pending) r.pending_since = std::chrono::steady_clock::now();
   r.pending = true;
 }

@@ -61,6 +61,11 @@ uint64_t host_synchronizations();
 // The same, counting only the calls the calling thread made (a replica's
 // thread, whatever the other replicas do at the same time).
 uint64_t host_synchronizations_on_this_thread();
+// Work the calling thread queued on streams since it started: each kernel
+// launch, library call (cuDNN, cuBLAS, NCCL), copy, fill, event record or
+// wait, host function and graph launch counts one; work recorded into a
+// capture counts nothing (its graph's launch counts one).
+uint64_t host_launches_on_this_thread();
 // Calls that named the legacy default stream (stream 0 or cudaStreamLegacy,
 // the synchronous cudaMemcpy and cudaMemset included) since the process
 // started: lockstep's engine queues all its work on streams it created, so a

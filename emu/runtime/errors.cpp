@@ -1,5 +1,5 @@
 // Errors: the per-thread last error, sticky (asynchronous) errors per device,
-// error names and strings, and the host-synchronisation counter.
+// error names and strings, and the host-synchronisation and host-launch counters.
 #include "internal.h"
 
 #include <cstdio>
@@ -11,6 +11,7 @@ namespace {
 thread_local cudaError_t t_last_error = cudaSuccess;
 std::atomic<uint64_t> g_host_syncs{0};
 thread_local uint64_t t_host_syncs = 0;
+thread_local uint64_t t_host_launches = 0;
 }  // namespace
 
 cudaError_t record(cudaError_t e) {
@@ -22,6 +23,8 @@ void count_host_sync() {
   g_host_syncs.fetch_add(1, std::memory_order_relaxed);
   ++t_host_syncs;
 }
+
+void count_host_launch() { ++t_host_launches; }
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -45,6 +48,8 @@ void fail_async(int dev, cudaError_t error, const std::string& message) {
 uint64_t host_synchronizations() { return detail::g_host_syncs.load(std::memory_order_relaxed); }
 
 uint64_t host_synchronizations_on_this_thread() { return detail::t_host_syncs; }
+
+uint64_t host_launches_on_this_thread() { return detail::t_host_launches; }
 
 }  // namespace lockstep::emu
 

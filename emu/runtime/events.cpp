@@ -12,6 +12,15 @@ std::set<cudaEvent_t>& all_events() {
 }
 }  // namespace
 bool valid_event(cudaEvent_t e) { return all_events().count(e) != 0; }
+
+void end_event_captures_locked(Capture* c) {
+  for (cudaEvent_t e : all_events())
+    if (e->capture == c) {
+      e->capture = nullptr;
+      e->nodes.clear();
+      e->captured_last = true;
+    }
+}
 }  // namespace lockstep::emu::detail
 
 using namespace lockstep::emu::detail;
@@ -32,6 +41,7 @@ cudaError_t recorded_event(cudaEvent_t e, RecordedEvent& out) {
     invalidate_locked(e->capture);
     return record(cudaErrorStreamCaptureUnsupported);
   }
+  if (e->captured_last) return record(cudaErrorCapturedEvent);
   if (e->timeline) out = {e->timeline, e->target, e->device};
   return cudaSuccess;
 }
@@ -71,6 +81,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
     if (s->capture->invalidated) return record(cudaErrorStreamCaptureInvalidated);
     e->capture = s->capture;
     e->nodes = s->deps;
+    e->captured_last = false;
     return cudaSuccess;
   }
   auto stamp = std::make_shared<std::atomic<int64_t>>(-1);
@@ -91,6 +102,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
   e->stamp_ns = stamp;
   e->capture = nullptr;
   e->nodes.clear();
+  e->captured_last = false;
   return cudaSuccess;
 }
 
@@ -119,6 +131,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   std::lock_guard lock(runtime_mutex());
   if (!valid_event(start) || !valid_event(end)) return record(cudaErrorInvalidResourceHandle);
   if ((start->flags | end->flags) & cudaEventDisableTiming) return record(cudaErrorInvalidResourceHandle);
+  if (start->captured_last || end->captured_last) return record(cudaErrorCapturedEvent);
   if (!start->stamp_ns || !end->stamp_ns) return record(cudaErrorInvalidResourceHandle);
   int64_t a = start->stamp_ns->load(), b = end->stamp_ns->load();
   if (a < 0 || b < 0) return record(cudaErrorNotReady);
@@ -146,6 +159,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t e, unsigned int
       if (std::find(s->deps.begin(), s->deps.end(), n) == s->deps.end()) s->deps.push_back(n);
     return cudaSuccess;
   }
+  if (e->captured_last) return record(cudaErrorCapturedEvent);
   if (s->capture) {
     // Waiting on work outside the capture would make the graph depend on it.
     invalidate_locked(s->capture);

@@ -25,6 +25,7 @@ std::set<cudaGraphExec_t>& all_execs() {
 unsigned long long g_next_capture_id = 1;
 
 void end_capture_locked(Capture* c) {
+  end_event_captures_locked(c);
   for (cudaStream_t s : c->streams) {
     s->capture = nullptr;
     s->deps.clear();

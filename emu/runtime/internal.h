@@ -96,6 +96,9 @@ struct CUevent_st {
   // Recorded during a capture: the capture and the nodes it stands for.
   lockstep::emu::detail::Capture* capture = nullptr;
   std::vector<CUgraphNode_st*> nodes;
+  // Last recorded in a capture that has ended: CUDA refuses to query, wait
+  // for or time it (cudaErrorCapturedEvent) until it is recorded again.
+  bool captured_last = false;
 };
 
 namespace lockstep::emu::detail {
@@ -128,6 +131,9 @@ size_t memory_capacity();
 // API function returns through so cudaGetLastError sees failures.
 cudaError_t record(cudaError_t e);
 void count_host_sync();
+// A piece of work (kernel, library call, copy, fill, event record or wait,
+// host function, graph launch) queued on a stream by the calling thread.
+void count_host_launch();
 // Counters (counters.cpp): a call that resolved to the legacy stream, and an
 // allocation call (counted when a collective is in flight).
 void count_legacy_stream_call();
@@ -156,6 +162,8 @@ void invalidate_locked(Capture* c);
 cudaError_t capture_task_locked(cudaStream_t s, Task& task);
 
 bool valid_event(cudaEvent_t e);  // runtime_mutex held
+// The capture ends: its events keep no pointer to it (runtime_mutex held).
+void end_event_captures_locked(Capture* c);
 
 int64_t now_ns();
 

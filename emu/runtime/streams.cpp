@@ -111,7 +111,9 @@ cudaStream_t resolve(cudaStream_t s) {
 cudaError_t submit(cudaStream_t s, Task task) {
   std::lock_guard lock(runtime_mutex());
   if (!valid_stream(s)) return cudaErrorInvalidResourceHandle;
+  // Recorded into a graph, the work is launched later, by cudaGraphLaunch.
   if (s->capture) return capture_task_locked(s, task);
+  count_host_launch();
   Device& d = device(s->device);
   if (s->legacy) {
     if (device_capturing_locked(s->device)) return cudaErrorStreamCaptureImplicit;

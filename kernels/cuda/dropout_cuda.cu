@@ -12,8 +12,9 @@ namespace {
 using detail::grid_for;
 using detail::kThreads;
 
-__global__ void dropout_forward_kernel(const float* x, float* y, int64_t n, uint64_t key, uint64_t first_index,
-                                       float p) {
+__global__ void dropout_forward_kernel(const float* x, float* y, int64_t n, DropoutKey layer_key,
+                                       uint64_t first_index, float p) {
+  const uint64_t key = layer_key.get();
   const float scale = dropout_scale(p);
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
@@ -21,8 +22,9 @@ __global__ void dropout_forward_kernel(const float* x, float* y, int64_t n, uint
 }
 
 template <bool Accumulate>
-__global__ void dropout_backward_kernel(const float* dy, float* dx, int64_t n, uint64_t key, uint64_t first_index,
-                                        float p) {
+__global__ void dropout_backward_kernel(const float* dy, float* dx, int64_t n, DropoutKey layer_key,
+                                        uint64_t first_index, float p) {
+  const uint64_t key = layer_key.get();
   const float scale = dropout_scale(p);
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -35,14 +37,14 @@ __global__ void dropout_backward_kernel(const float* dy, float* dx, int64_t n, u
 
 }  // namespace
 
-void dropout_forward(cudaStream_t stream, const float* x, float* y, int64_t n, uint64_t key, uint64_t first_index,
+void dropout_forward(cudaStream_t stream, const float* x, float* y, int64_t n, DropoutKey key, uint64_t first_index,
                      float p) {
   if (n <= 0) return;
   LS_LAUNCH(grid_for(n), kThreads, 0, stream, dropout_forward_kernel)(x, y, n, key, first_index, p);
   LS_CUDA_CHECK_LAUNCH("dropout_forward");
 }
 
-void dropout_backward(cudaStream_t stream, const float* dy, float* dx, int64_t n, uint64_t key, uint64_t first_index,
+void dropout_backward(cudaStream_t stream, const float* dy, float* dx, int64_t n, DropoutKey key, uint64_t first_index,
                       float p, bool accumulate) {
   if (n <= 0) return;
   if (accumulate) LS_LAUNCH(grid_for(n), kThreads, 0, stream, dropout_backward_kernel<true>)(dy, dx, n, key, first_index, p);

@@ -6,12 +6,14 @@
 
 #include <cstdint>
 
+#include "kernels/dropout_math.h"
+
 namespace lockstep::cuda {
 
-void dropout_forward(cudaStream_t stream, const float* x, float* y, int64_t n, uint64_t key, uint64_t first_index,
+void dropout_forward(cudaStream_t stream, const float* x, float* y, int64_t n, DropoutKey key, uint64_t first_index,
                      float p);
 // dx = dy * keep / (1 - p), written or added when `accumulate`.
-void dropout_backward(cudaStream_t stream, const float* dy, float* dx, int64_t n, uint64_t key, uint64_t first_index,
+void dropout_backward(cudaStream_t stream, const float* dy, float* dx, int64_t n, DropoutKey key, uint64_t first_index,
                       float p, bool accumulate);
 
 }  // namespace lockstep::cuda

@@ -62,7 +62,9 @@ __device__ __forceinline__ void update4(float4& w, float4& g, float4& v, float d
 template <int Capacity>
 __global__ void __launch_bounds__(kThreads)
     sgd_momentum_kernel(float* w, float* g, float* v, const __grid_constant__ DecayToggles<Capacity> toggles,
-                        const SgdHyper hyper) {
+                        const SgdHyper given) {
+  SgdHyper hyper = given;
+  if (hyper.lr_on_device) hyper.lr = *hyper.lr_on_device;
   float4* w4 = reinterpret_cast<float4*>(w) + toggles.first_vec;
   float4* g4 = reinterpret_cast<float4*>(g) + toggles.first_vec;
   float4* v4 = reinterpret_cast<float4*>(v) + toggles.first_vec;

@@ -551,12 +551,28 @@ std::shared_ptr<Allocator> cuda_allocator_for(int device) { return device_alloca
 
 std::shared_ptr<Allocator> cuda_pinned_allocator() { return pinned_allocator(); }
 
+namespace {
+// Work recorded into a CUDA graph is not a use yet: CUDA refuses to query an
+// event recorded during a capture (cudaErrorCapturedEvent), and a graph
+// joins its other streams back into the capturing one before it ends, so its
+// uses are ordered before whatever that stream runs after each launch.
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+}  // namespace
+
 bool cuda_record_pinned_use(const void* ptr, cudaStream_t stream) {
-  return ptr && pinned_allocator()->record_stream(ptr, stream);
+  if (!ptr || capturing(stream)) return false;
+  return pinned_allocator()->record_stream(ptr, stream);
 }
 
 void cuda_record_stream(const void* ptr, cudaStream_t stream) {
-  if (!ptr || cuda_record_pinned_use(ptr, stream)) return;
+  if (!ptr || capturing(stream) || cuda_record_pinned_use(ptr, stream)) return;
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
     cudaGetLastError();  // not memory CUDA knows: nothing to track

@@ -74,7 +74,10 @@ void cuda_record_stream(const void* ptr, cudaStream_t stream);
 // The same for pinned host memory only, cheap enough for every asynchronous
 // copy to call on both its ends: a map look-up, and an event record when `ptr`
 // is pinned. (Recording a device block on its owner's own stream would only
-// delay its reuse.) Returns whether `ptr` is in a pinned block.
+// delay its reuse.) Returns whether `ptr` is in a pinned block. Both record
+// nothing while `stream` is capturing a CUDA graph (runtime/step_graph.h):
+// such work runs at the graph's launches, ordered within the graph, and CUDA
+// refuses to query an event recorded in a capture.
 bool cuda_record_pinned_use(const void* ptr, cudaStream_t stream);
 
 // Streams of `device` that the out-of-memory retry waits for before it gives

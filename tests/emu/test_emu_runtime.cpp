@@ -67,6 +67,42 @@ TEST_CASE("capture and replay equal eager execution", "[emu][graph]") {
   cudaFree(y);
 }
 
+TEST_CASE("an event last recorded in a finished capture is refused until recorded again", "[emu][graph]") {
+  // CUDA: cudaErrorCapturedEvent, "the operation is not permitted on an event
+  // which was last recorded in a capturing stream" (the capture has no
+  // pointer left to it once it ends). Also: work recorded into a capture is
+  // no host launch; the graph's launch is one.
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  float* p = emu_test::device_alloc<float>(4);
+  cudaEvent_t e;
+  cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+  const uint64_t launches_before = lockstep::emu::host_launches_on_this_thread();
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  cudaMemsetAsync(p, 0, 16, s);
+  cudaMemsetAsync(p, 1, 16, s);
+  REQUIRE(cudaEventRecord(e, s) == cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  CHECK(lockstep::emu::host_launches_on_this_thread() == launches_before);
+  CHECK(cudaEventQuery(e) == cudaErrorCapturedEvent);
+  CHECK(cudaEventSynchronize(e) == cudaErrorCapturedEvent);
+  CHECK(cudaStreamWaitEvent(s, e, 0) == cudaErrorCapturedEvent);
+  cudaGetLastError();
+  cudaGraphExec_t exec;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  CHECK(lockstep::emu::host_launches_on_this_thread() == launches_before + 1);
+  REQUIRE(cudaEventRecord(e, s) == cudaSuccess);  // recorded outside a capture: usable again
+  CHECK(cudaEventSynchronize(e) == cudaSuccess);
+  CHECK(lockstep::emu::host_launches_on_this_thread() == launches_before + 2);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(s);
+  cudaFree(p);
+}
+
 TEST_CASE("synchronising during capture is refused and invalidates the capture", "[emu][graph]") {
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);

@@ -1,7 +1,8 @@
 // A training step makes no host synchronisation before its end-of-step
 // read-back (DESIGN, replica manager): on 1 and 2 devices, for simple-cnn and
 // resnet18 (small inputs), and exactly one synchronisation per replica in
-// all (the read-back). The first step on one device is left out: its cuDNN
+// all (the read-back). Each step's host launches (runtime/host_syncs.h)
+// are counted, and the same from step to step. The first step on one device is left out: its cuDNN
 // algorithm searches (cudnnFind*) wait for the device; on two the replica
 // manager's planning pass searches before the step. Only the emulated
 // runtime can count host synchronisations, so this file is compiled in the
@@ -42,11 +43,13 @@ void check_no_host_syncs(const std::string& name, const Shape& sample, int devic
       },
       on);
   const SgdConfig sgd{0.9f, 1e-4f, false};
+  uint64_t steady_launches = 0;
   for (int step = 0; step < 3; ++step) {
     INFO("step " << step);
     // Pinned, as the loader's: a copy from pageable memory would itself wait.
     HostBatch batch = pinned_batch(6, sample, 11 + step);  // 6 over 2 replicas: 3 each
     const uint64_t before = manager.phase_times().host_syncs;
+    const uint64_t launches_before = manager.phase_times().host_launches;
     const uint64_t all_before = emu::host_synchronizations();
     StepMetrics m = manager.train_step(batch, 0.01f, sgd);
     const uint64_t all = emu::host_synchronizations() - all_before;
@@ -59,6 +62,12 @@ void check_no_host_syncs(const std::string& name, const Shape& sample, int devic
     REQUIRE(manager.phase_times().host_syncs - before == 0);
     // In all, the one read-back of each replica (after the planning pass).
     if (step > 0) REQUIRE(all == static_cast<uint64_t>(devices));
+    // Every step after the first queues the same work from the host: its
+    // launch count is counted and does not drift.
+    const uint64_t launches = manager.phase_times().host_launches - launches_before;
+    REQUIRE(launches > 0);
+    if (step == 1) steady_launches = launches;
+    if (step > 1) REQUIRE(launches == steady_launches);
   }
   // Nor do the reads user code makes: a checkpoint's and the replicas' comparison.
   REQUIRE(manager.replicas_identical());
@@ -69,6 +78,7 @@ void check_no_host_syncs(const std::string& name, const Shape& sample, int devic
 
 TEST_CASE("a training step waits for the device only at its end", "[gpu][host-syncs]") {
   REQUIRE(host_synchronizations_on_this_thread().has_value());
+  REQUIRE(host_launches_on_this_thread().has_value());
   const int devices = std::min(cuda_device_count(), 2);
   for (int n = 1; n <= devices; ++n) {
     check_no_host_syncs("simple-cnn", Shape{1, 12, 12}, n);

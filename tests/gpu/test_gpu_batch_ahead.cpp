@@ -35,17 +35,10 @@ struct Outcome {
 // Steps on batches 0, 1, 2 (partial) and 4, with `ahead` each naming the
 // batch after it (2 names 3, which the next step does not take).
 Outcome train(const std::string& name, const Shape& sample, int devices, bool ahead) {
-  std::vector<Device> on;
-  for (int d = 0; d < devices; ++d) on.push_back(Device::cuda(d));
   ReplicaOptions options;
   options.bucket_bytes = 1024;
-  ReplicaManager manager(
-      [&](Device device) -> std::unique_ptr<Model> {
-        auto g = build_model(name, sample, 10, ModelOptions{.dropout = false});
-        g->finalize(device, 3);
-        return g;
-      },
-      on, options);
+  ReplicaManager manager(named_model(name, sample, ModelOptions{.dropout = false}, 3),
+                         cuda_devices(devices), options);
   std::vector<HostBatch> batches;
   for (int64_t count : {6, 6, 5, 6, 6}) batches.push_back(pinned_batch(count, sample, 40 + batches.size()));
   const SgdConfig sgd{0.9f, 1e-4f, false};

@@ -31,8 +31,12 @@ template <class Result> void require_close_results(const Result& gpu, const Resu
 TEST_CASE("gpu fused batch norm + relu equals the unfused kernels and the cpu", "[gpu][batchnorm][fused][handwritten]") {
   for (const Shape& shape : shapes) {
     INFO("shape " << shape.str());
-    require_close_results(testing::check_fused_bn_relu(Device::cuda(0), shape, 11),
-                          testing::check_fused_bn_relu(Device::cpu(), shape, 11));
+    const testing::BnReluResult gpu = testing::check_fused_bn_relu(Device::cuda(0), shape, 11);
+    const testing::BnReluResult cpu = testing::check_fused_bn_relu(Device::cpu(), shape, 11);
+    // Results of the whole shape on both sides, so no comparison below is vacuous.
+    REQUIRE(int64_t(gpu.y.size()) == shape.numel());
+    REQUIRE(cpu.y.size() == gpu.y.size());
+    require_close_results(gpu, cpu);
   }
 }
 
@@ -42,6 +46,8 @@ TEST_CASE("gpu fused batch norm + add + relu equals the unfused kernels and the 
     INFO("shape " << shape.str());
     const testing::BnAddReluResult gpu = testing::check_fused_bn_add_relu(Device::cuda(0), shape, 11);
     const testing::BnAddReluResult cpu = testing::check_fused_bn_add_relu(Device::cpu(), shape, 11);
+    REQUIRE(int64_t(gpu.dshortcut.size()) == shape.numel());
+    REQUIRE(cpu.dshortcut.size() == gpu.dshortcut.size());
     require_close_results(gpu, cpu);
     require_close_scaled(gpu.dshortcut, cpu.dshortcut, rtol, "shortcut gradient");
     require_close_scaled(gpu.dshortcut_added, cpu.dshortcut_added, rtol, "shortcut gradient added");

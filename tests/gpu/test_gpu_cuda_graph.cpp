@@ -35,19 +35,12 @@ struct Outcome {
 const std::vector<int64_t> kCounts = {6, 6, 6, 6, 5, 6, 6, 6};
 
 Outcome train(const std::string& name, const Shape& sample, int devices, bool graphs) {
-  std::vector<Device> on;
-  for (int d = 0; d < devices; ++d) on.push_back(Device::cuda(d));
   ReplicaOptions options;
   options.bucket_bytes = 1024;  // several buckets, so several all-reduces in the graph
   options.seed = 17;
   options.cuda_graphs = graphs;
-  ReplicaManager manager(
-      [&](Device device) -> std::unique_ptr<Model> {
-        auto g = build_model(name, sample, 10, ModelOptions{.dropout = true});
-        g->finalize(device, 5);
-        return g;
-      },
-      on, options);
+  ReplicaManager manager(named_model(name, sample, ModelOptions{.dropout = true}, 5),
+                         cuda_devices(devices), options);
   std::vector<HostBatch> batches;
   for (int64_t count : kCounts) batches.push_back(pinned_batch(count, sample, 60 + batches.size()));
   const SgdConfig sgd{0.9f, 1e-4f, false};

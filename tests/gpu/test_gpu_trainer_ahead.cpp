@@ -14,6 +14,7 @@
 #include "distributed/replica_manager.h"
 #include "layers/models.h"
 #include "runtime/device.h"
+#include "support/replica_models.h"
 #include "support/run_outcome.h"
 #include "training/trainer.h"
 
@@ -35,17 +36,10 @@ std::shared_ptr<data::InMemoryDataset> patterned_set() {
 }
 
 std::unique_ptr<ReplicaManager> make_manager(int devices) {
-  std::vector<Device> on;
-  for (int d = 0; d < devices; ++d) on.push_back(Device::cuda(d));
   ReplicaOptions options;
   options.bucket_bytes = 1024;
-  return std::make_unique<ReplicaManager>(
-      [](Device device) -> std::unique_ptr<Model> {
-        auto g = build_model("small-cnn", Shape{1, 12, 12}, 10, ModelOptions{.dropout = false});
-        g->finalize(device, 3);
-        return g;
-      },
-      on, options);
+  return std::make_unique<ReplicaManager>(named_model("small-cnn", Shape{1, 12, 12}, ModelOptions{.dropout = false}, 3),
+                                          cuda_devices(devices), options);
 }
 
 data::LoaderConfig loader_config() {

@@ -70,4 +70,18 @@ HostBatch pinned_batch(int64_t count, const Shape& sample, uint64_t seed) {
   return b;
 }
 
+std::vector<Device> cuda_devices(int devices) {
+  std::vector<Device> on;
+  for (int d = 0; d < devices; ++d) on.push_back(Device::cuda(d));
+  return on;
+}
+
+ModelFactory named_model(const std::string& name, const Shape& sample, ModelOptions options, uint64_t init_seed) {
+  return [=](Device device) -> std::unique_ptr<Model> {
+    auto g = build_model(name, sample, 10, options);
+    g->finalize(device, init_seed);
+    return g;
+  };
+}
+
 }  // namespace lockstep::testing

@@ -3,7 +3,10 @@
 // one without batch norm, one whose two BN layers read the input or a
 // convolution of it (so their statistics do not depend on the split).
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "layers/models.h"
 #include "runtime/batch_source.h"
 #include "runtime/model.h"
 
@@ -20,5 +23,11 @@ HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean = 0.0f);
 // `count` samples of `sample` ([C, H, W]) in pinned host memory, values in
 // [-1, 1) and labels in [0, 10) drawn from `seed` (cheap: no random engine).
 HostBatch pinned_batch(int64_t count, const Shape& sample, uint64_t seed);
+
+// The first `devices` CUDA devices, in order.
+std::vector<Device> cuda_devices(int devices);
+// Builds model `name` (build_model, 10 classes) for samples of `sample`,
+// initialised from `init_seed`, on the device it is given.
+ModelFactory named_model(const std::string& name, const Shape& sample, ModelOptions options, uint64_t init_seed);
 
 }  // namespace lockstep::testing

@@ -222,7 +222,7 @@ class Mpi(Compare, unittest.TestCase):
         ck = self.path("ck.safetensors")
         e = env()
         e["LOCKSTEP_TEST_TAG"] = self.tmp
-        e["LOCKSTEP_COLLECTIVE_TIMEOUT"] = "20"
+        e["LOCKSTEP_COLLECTIVE_TIMEOUT"] = "10"
         cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", *extra, "-np", "3", BIN, "train"] + SMALL + [
             "--epochs", "50", "--checkpoint", ck]
         p = subprocess.Popen(cmd, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e)
@@ -256,18 +256,18 @@ class Mpi(Compare, unittest.TestCase):
         # mpirun notices the lost rank, names it, and ends the others.
         rc, out, seconds = self.kill_rank_mid_epoch([])
         self.assertNotEqual(rc, 0, out)
-        self.assertLess(seconds, 20 + 10, out)
+        self.assertLess(seconds, 10 + 10, out)
         self.assertRegex(out, r"rank 1\b.*(exited|signal|killed|Killed)", out)
         self.assert_checkpoint_resumes()
 
     def test_a_lost_rank_is_named_by_the_others_within_the_timeout(self):
         # With --enable-recovery mpirun leaves the survivors running: lockstep's own collective
-        # timeout (20 s here) must stop them, each naming the lost rank.
+        # timeout (10 s here) must stop them, each naming the lost rank.
         # Open MPI 4.1's mpirun exits 0 in this mode even after MPI_Abort, so the proof is the
         # survivors' own error lines (the first of them to print ends the job through MPI_Abort).
         rc, out, seconds = self.kill_rank_mid_epoch(["--enable-recovery"])
-        self.assertLess(seconds, 20 + 15, out)
-        self.assertRegex(out, r"lockstep: error: process [02] of 3 on .*did not complete within 20000 ms: "
+        self.assertLess(seconds, 10 + 15, out)
+        self.assertRegex(out, r"lockstep: error: process [02] of 3 on .*did not complete within 10000 ms: "
                               r"lost rank 1 \(pid \d+ on [^)]*\) is gone", out)
         self.assertIn("MPI_ABORT was invoked", out)
         self.assert_checkpoint_resumes()

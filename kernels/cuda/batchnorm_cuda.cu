@@ -1,9 +1,11 @@
-// Batch normalisation kernels. Statistics: one block per (channel, run of
-// samples) sums its values in double (groups of threads sized to the plane
-// walk whole planes, so every thread works even on 4x4 planes and no value
-// needs an integer division), the block reduces in a fixed order, and
-// the runs' partial sums are added in run order by whoever needs the total.
-// Element-wise passes walk whole planes the same way, one channel each.
+// Batch normalisation kernels. Statistics, in one pass over the input: one
+// block per (channel, run of samples) sums its shifted values and their
+// squares in double (kernels/bn_math.h, bn_shifted_moments); groups of
+// threads sized to the plane walk whole planes, so every thread works even on
+// 4x4 planes and no value needs an integer division; the block reduces in a
+// fixed order, and the runs' partial sums are added in run order by whoever
+// needs the total. Element-wise passes walk whole planes the same way, one
+// channel each.
 #include "kernels/cuda/batchnorm_cuda.h"
 
 #include <algorithm>
@@ -24,33 +26,38 @@ using detail::block_sum;
 using detail::kThreads;
 using namespace channel_reduce;
 
-// Second pass: squared deviations from the channel mean of the first.
-__global__ void __launch_bounds__(kThreads)
-    run_square_deviations(const float* x, Layout l, const double* sums, double* partial) {
-  __shared__ double mean;
-  if (threadIdx.x == 0) {
-    const int64_t count = l.n * l.spatial;
-    mean = count > 0 ? channel_total(sums, blockIdx.x / l.splits, l.splits) / static_cast<double>(count) : 0.0;
-  }
-  __syncthreads();
-  const double m = mean;
-  double acc = 0.0;
-  for_each_in_run(l, [&](int64_t o) {
-    const double d = x[o] - m;
-    acc += d * d;
-  });
-  double total = block_sum(acc);
-  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+// The value each channel's sums are shifted by (kernels/bn_math.h,
+// bn_shifted_moments): the channel's first value, of sample 0.
+__device__ __forceinline__ double channel_shift(const float* x, const Layout& l, int64_t c) {
+  return l.n * l.spatial > 0 ? static_cast<double>(x[c * l.spatial]) : 0.0;
 }
 
-__global__ void finish_statistics(Layout l, const double* sums, const double* squares, float eps, float* batch_mean,
-                                  float* batch_var, float* saved_mean, float* saved_inv_std) {
+// One pass over the input: each run's sums of d = x - shift and d * d.
+__global__ void __launch_bounds__(kThreads)
+    run_shifted_moments(const float* x, Layout l, double* sums, double* squares) {
+  const double shift = channel_shift(x, l, blockIdx.x / l.splits);
+  double acc = 0.0, acc2 = 0.0;
+  for_each_in_run(l, [&](int64_t o) {
+    const double d = x[o] - shift;
+    acc += d;
+    acc2 += d * d;
+  });
+  const double total = block_sum(acc);
+  const double total2 = block_sum(acc2);
+  if (threadIdx.x == 0) {
+    sums[blockIdx.x] = total;
+    squares[blockIdx.x] = total2;
+  }
+}
+
+__global__ void finish_statistics(const float* x, Layout l, const double* sums, const double* squares, float eps,
+                                  float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= l.channels) return;
-  const int64_t count = l.n * l.spatial;
-  const double mean = count > 0 ? channel_total(sums, c, l.splits) / static_cast<double>(count) : 0.0;
-  const float var = count > 0 ? static_cast<float>(channel_total(squares, c, l.splits) / static_cast<double>(count)) : 0.0f;
-  batch_mean[c] = saved_mean[c] = static_cast<float>(mean);
+  const BnMoments m = bn_shifted_moments(channel_total(sums, c, l.splits), channel_total(squares, c, l.splits),
+                                         static_cast<double>(l.n * l.spatial), channel_shift(x, l, c));
+  const float var = static_cast<float>(m.var);
+  batch_mean[c] = saved_mean[c] = static_cast<float>(m.mean);
   batch_var[c] = var;
   saved_inv_std[c] = bn_inv_std(var, eps);
 }
@@ -249,12 +256,11 @@ void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial);
   Scratch s = carve(scratch, l);
-  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_sums)(x, l, s.first);
-  LS_CUDA_CHECK_LAUNCH("run_sums");
-  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_square_deviations)(x, l, s.first, s.second);
-  LS_CUDA_CHECK_LAUNCH("run_square_deviations");
-  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_statistics)(l, s.first, s.second, eps, batch_mean,
-                                                                       batch_var, saved_mean, saved_inv_std);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_shifted_moments)(x, l, s.first, s.second);
+  LS_CUDA_CHECK_LAUNCH("run_shifted_moments");
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_statistics)(x, l, s.first, s.second, eps,
+                                                                       batch_mean, batch_var, saved_mean,
+                                                                       saved_inv_std);
   LS_CUDA_CHECK_LAUNCH("finish_statistics");
 }
 

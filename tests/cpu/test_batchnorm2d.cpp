@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <random>
 
 #include "base/error.h"
+#include "kernels/bn_math.h"
 #include "ops/batchnorm.h"
 #include "layers/batchnorm2d.h"
 #include "support/layer_harness.h"
@@ -152,6 +154,42 @@ TEST_CASE("batchnorm2d batch statistics match a double computation, even for mea
   // Training forward leaves the running statistics to the replica manager.
   CHECK(s->running_mean.to_vector() == std::vector<float>(c, 0.0f));
   CHECK(s->running_var.to_vector() == std::vector<float>(c, 1.0f));
+}
+
+TEST_CASE("one-pass shifted moments keep the variance of channels whose mean is far from their spread",
+          "[batchnorm2d]") {
+  // bn_shifted_moments is what the GPU's one-pass statistics finish with
+  // (kernels/cuda/batchnorm_cuda.cu); here its sums come from a plain loop.
+  auto moments = [](const std::vector<float>& v, float shift) {
+    double s1 = 0.0, s2 = 0.0;
+    for (float x : v) {
+      const double d = static_cast<double>(x) - shift;
+      s1 += d;
+      s2 += d * d;
+    }
+    return bn_shifted_moments(s1, s2, static_cast<double>(v.size()), shift);
+  };
+  for (double mean : {0.0, 1000.0, -3.0e4, 1.0e6}) {
+    std::vector<float> v(4099);
+    fill_channel(v, 1, 1, static_cast<int64_t>(v.size()), 0, mean, 0.25, 7);
+    const DoubleStats ref = reference_stats(v, 1, 1, static_cast<int64_t>(v.size()));
+    // The channel's first value (what the kernel shifts by), and a value
+    // 1000 standard deviations away, inside the bound bn_math.h states.
+    for (float shift : {v[0], static_cast<float>(mean + 250.0)}) {
+      const BnMoments m = moments(v, shift);
+      INFO("mean " << mean << ", shift " << shift << ": variance " << m.var << " vs " << ref.var[0]);
+      CHECK(std::abs(m.mean - ref.mean[0]) <= 1e-9 + 1e-12 * std::abs(ref.mean[0]));
+      CHECK(relative(m.var, ref.var[0]) <= 1e-7);
+    }
+  }
+  // Two values, and a constant channel: exact.
+  const BnMoments two = moments({3.0f, 5.0f}, 3.0f);
+  CHECK(two.mean == 4.0);
+  CHECK(two.var == 1.0);
+  const BnMoments constant = moments(std::vector<float>(100, 7.5f), 7.5f);
+  CHECK(constant.mean == 7.5);
+  CHECK(constant.var == 0.0);
+  CHECK(bn_shifted_moments(0.0, 0.0, 0.0, 0.0).var == 0.0);
 }
 
 TEST_CASE("batchnorm2d on an empty slice writes zero statistics and zero gradients", "[batchnorm2d]") {

@@ -31,8 +31,8 @@ struct BnCombineLayer {
 struct BnCombineSizes {
   int64_t channels = 0;  // C
   int layers = 0;        // L
-  int64_t means_and_counts() const { return channels + layers; }
-  int64_t total() const { return 2 * channels + layers; }
+  LS_HD int64_t means_and_counts() const { return channels + layers; }
+  LS_HD int64_t total() const { return 2 * channels + layers; }
 };
 
 LS_HD void bn_combine_pack(const BnCombineLayer& l, int index, int64_t c, double weight, BnCombineSizes s,

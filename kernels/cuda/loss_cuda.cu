@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) sum_partials(const LossPartial* part
   correct[threadIdx.x] = c;
   __syncthreads();
   for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (threadIdx.x < stride) {
+    if (static_cast<int>(threadIdx.x) < stride) {
       loss[threadIdx.x] += loss[threadIdx.x + stride];
       correct[threadIdx.x] += correct[threadIdx.x + stride];
     }

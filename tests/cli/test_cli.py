@@ -189,6 +189,7 @@ class Cli(unittest.TestCase):
         meta, tensors, data = read_safetensors(ck)
         self.assertEqual(meta["model"], "mlp 1x28x28 10")
         self.assertEqual(float(meta["extra.clip_grad_norm"]), 0.0)  # off unless asked
+        self.assertEqual(meta["extra.precision"], "tf32")  # the default (FP32 arithmetic on the CPU)
         self.assertEqual(json.loads(meta["class_names"])[9], "Ankle boot")
         self.assertEqual(tensors["fc1.weight"][0], [256, 784])
         self.assertEqual(tensors["fc3.bias"][0], [10])
@@ -265,6 +266,8 @@ class Cli(unittest.TestCase):
             (["train", "--batch", "0", "--checkpoint", ck], "--batch"),
             (["train", "--lr", "-1", "--checkpoint", ck], "--lr"),
             (["train", "--clip-grad-norm", "-0.5", "--checkpoint", ck], "--clip-grad-norm"),
+            (["train", "--precision", "fp16", "--checkpoint", ck], "--precision"),
+            (["train", "--precision", "", "--checkpoint", ck], "--precision"),
             (["train", "--devices", "7", "--checkpoint", ck], "GPU 7"),
             (["train", "--data", self.path("missing"), "--checkpoint", ck], "missing"),
             (["train", "--resume", ck, "--model", "simple-cnn"], "simple-cnn"),

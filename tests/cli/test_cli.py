@@ -210,6 +210,21 @@ class Cli(unittest.TestCase):
         loaded = load_file(ck)
         self.assertEqual(list(loaded["fc1.weight"].shape), [256, 784])
 
+    def test_precision_bf16_trains_on_the_cpu_and_is_saved(self):
+        ck = self.path("ck.safetensors")
+        r = run(["train"] + QUICK + ["--epochs", "1", "--precision", "bf16", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        meta, tensors, _ = read_safetensors(ck)
+        self.assertEqual(meta["extra.precision"], "bf16")
+        # The master weights are saved in FP32, not rounded to bf16.
+        raw = tensors["fc1.weight"][1]
+        low_halves = [raw[i:i + 2] for i in range(0, len(raw), 4)]
+        self.assertGreater(sum(1 for h in low_halves if h != b"\0\0"), len(low_halves) // 2)
+        # A resume continues in bf16 without being told.
+        r = run(["train", "--resume", ck, "--epochs", "2", "--devices", "cpu"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_safetensors(ck)[0]["extra.precision"], "bf16")
+
     def test_checkpoint_of_3_replicas_evaluates_and_resumes_on_1(self):
         ck = self.path("ck.safetensors")
         r = run(["train"] + QUICK + ["--replicas", "3", "--epochs", "1", "--checkpoint", ck], self.tmp)

@@ -161,7 +161,7 @@ json sgd(Context& ctx, const Options& o, const json& peak) {
 
 json resnet_step(const Options& o, bool tf32) {
   ContextOptions options;
-  options.allow_tf32 = tf32;
+  options.precision = tf32 ? Precision::tf32 : Precision::fp32;
   Context ctx(Device::cuda(0), options);
   const Shape input{3, 32, 32};
   auto model = build_model("resnet18", input, 10, ModelOptions{.dropout = false});

@@ -369,6 +369,8 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
 
 void ReplicaManager::broadcast_from_first() {
   Model& first = *replicas_[0]->model;
+  // Precision bf16: every replica makes its copy of the weights again from what it now holds.
+  for (auto& r : replicas_) r->model->arenas().params_bf16_stale = true;
   if (processes() > 1) {
     // The first process's replica 0 to every other process's replica 0.
     for (Tensor* t : {&first.arenas().params, &first.arenas().momentum, &first.state_arena()}) {

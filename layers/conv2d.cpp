@@ -28,7 +28,7 @@ std::vector<ParamSpec> Conv2d::parameter_specs(const std::vector<Shape>& inputs)
 }
 
 void Conv2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
-  ops::conv2d_forward(ctx, inputs[0], weight_, bias_or_null(), output, stride_, padding_);
+  ops::conv2d_forward(ctx, inputs[0], weight_operand(ctx, true), bias_or_null(), output, stride_, padding_);
 }
 
 void Conv2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,
@@ -36,7 +36,7 @@ void Conv2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Ten
   ops::conv2d_backward_filter(ctx, inputs[0], output_grad, weight_grad_, stride_, padding_);
   if (has_bias_) ops::conv2d_backward_bias(ctx, output_grad, bias_grad_);
   if (input_grads[0].defined())
-    ops::conv2d_backward_data(ctx, output_grad, weight_, input_grads[0], stride_, padding_,
+    ops::conv2d_backward_data(ctx, output_grad, weight_operand(ctx, false), input_grads[0], stride_, padding_,
                               grad_modes[0] == GradMode::add);
 }
 

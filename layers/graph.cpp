@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "ops/bf16.h"
 #include "ops/loss.h"
 
 namespace lockstep {
@@ -101,6 +102,8 @@ void Graph::finalize(Device device, uint64_t seed) {
       s.push_back(state_.view(state_entries_[i].offset, state_entries_[i].shape));
     if (param_range[n].first < param_range[n].second)
       nodes_[n].first_param_offset = arenas_.entries()[param_range[n].first].offset;
+    nodes_[n].param_begin = param_range[n].first;
+    nodes_[n].param_end = param_range[n].second;
     nodes_[n].layer->bind(p, g, s);
   }
   finalized_ = true;
@@ -145,14 +148,49 @@ void Graph::check_batch(const Tensor& images, const Tensor& labels) const {
   LS_CHECK(labels.numel() == images.dim(0), images.dim(0), " images with ", labels.numel(), " labels");
 }
 
-void Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step) {
+// The bf16 copy of the weights: made (and bound to the layers) at the first
+// bf16 forward, made again from the FP32 master weights when something other
+// than sgd_step wrote them (ParameterArenas::params_bf16_stale).
+void Graph::prepare_bf16_weights(Context& ctx) {
+  if (!arenas_.params_bf16.defined()) {
+    arenas_.params_bf16 = Tensor::zeros(Shape{arenas_.total()}, device_, DType::bf16);
+    arenas_.params_bf16_stale = true;
+    for (Node& node : nodes_) {
+      std::vector<Tensor> views;
+      for (size_t i = node.param_begin; i < node.param_end; ++i) {
+        const ParamEntry& e = arenas_.entries()[i];
+        views.push_back(arenas_.params_bf16.view(e.offset, e.shape));
+      }
+      if (!views.empty()) node.layer->bind_bf16(views);
+    }
+  }
+  if (arenas_.params_bf16_stale) {
+    ops::convert(ctx, arenas_.params, arenas_.params_bf16);
+    arenas_.params_bf16_stale = false;
+  }
+}
+
+Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step) {
   int64_t batch = images.dim(0);
   ensure_capacity(batch);
+  const bool bf16 = ctx.options().precision == Precision::bf16;
+  Tensor x = images;
+  if (bf16) {
+    prepare_bf16_weights(ctx);
+    // AMP casts the input of the first convolution to bf16.
+    if (!input_bf16_.defined() || input_bf16_.dim(0) < batch)
+      input_bf16_ = Tensor::empty(batched(std::max(batch, capacity_), input_shape_), device_);
+    x = input_bf16_.batch_slice(0, batch);
+    ctx.copy(images, x);
+    ops::round_to_bf16(ctx, x);
+  }
   for (Node& node : nodes_) {
-    std::vector<Tensor> inputs = gather_inputs(node, images, batch);
+    std::vector<Tensor> inputs = gather_inputs(node, x, batch);
     Tensor out = node.output.batch_slice(0, batch);
     node.layer->forward(ctx, inputs, out, mode, step);
+    if (bf16) ops::round_to_bf16(ctx, out);  // a GPU stores the activation in bf16
   }
+  return x;
 }
 
 TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tensor& images, const Tensor& labels,
@@ -172,13 +210,16 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
   }
   TrainStepResult result;
   result.forward_mark = ctx.mark_time();
-  forward_all(ctx, images, Mode::train, step);
+  const Tensor x = forward_all(ctx, images, Mode::train, step);
   result.backward_mark = ctx.mark_time();
+  const bool bf16 = ctx.options().precision == Precision::bf16;
 
   // The loss stays on the device until the step's end: nothing here waits for it.
+  // In bf16 the softmax and loss are FP32 (on bf16 logits); their gradient is stored in bf16.
   Tensor logits = nodes_.back().output.batch_slice(0, batch);
   Tensor logits_grad = nodes_.back().grad.batch_slice(0, batch);
   result.read_back = ops::softmax_cross_entropy_queued(ctx, logits, labels, loss_scale, &logits_grad);
+  if (bf16) ops::round_to_bf16(ctx, logits_grad);
 
   // Reverse order: a node's gradient is complete once every consumer (all
   // later nodes) has run; the first consumer to run writes it, the rest add.
@@ -186,7 +227,7 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
   grad_written.back() = true;
   for (size_t n = nodes_.size(); n-- > 0;) {
     Node& node = nodes_[n];
-    std::vector<Tensor> inputs = gather_inputs(node, images, batch);
+    std::vector<Tensor> inputs = gather_inputs(node, x, batch);
     std::vector<Tensor> input_grads(node.inputs.size());
     std::vector<GradMode> modes(node.inputs.size(), GradMode::write);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -202,6 +243,9 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
     Tensor out = node.output.batch_slice(0, batch);
     Tensor out_grad = node.grad.batch_slice(0, batch);
     node.layer->backward(ctx, inputs, out, out_grad, input_grads, modes);
+    if (bf16)  // activation gradients are stored in bf16 (added ones too: read, added in FP32, stored)
+      for (Tensor& g : input_grads)
+        if (g.defined()) ops::round_to_bf16(ctx, g);
     if (on_grad_ready && node.first_param_offset >= 0) on_grad_ready(node.first_param_offset);
   }
   if (on_grad_ready) on_grad_ready(0);

@@ -4,6 +4,17 @@
 // node); the last node's output is the logits [N, classes]. A residual block
 // is an `add` node with two inputs. The graph owns one output buffer and one
 // gradient buffer per node, sized for the largest batch seen so far.
+//
+// Precision bf16 (ContextOptions::precision, the CPU backend) is mixed
+// precision as PyTorch AMP does it: the graph rounds to bf16 what a GPU
+// would store in bf16 (the input images, every node's output, every
+// activation gradient, the logits' gradient), keeping the values in FP32
+// storage; convolutions and linear layers multiply bf16 values (those
+// activations and the bf16 copy of the weights) and accumulate in FP32;
+// batch-norm statistics, the loss and softmax are computed in FP32; weight
+// and bias gradients are FP32 sums written unrounded to the FP32 gradient
+// arena, beside the FP32 master weights and momentum. No loss scaling: bf16
+// has FP32's exponent range.
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,13 +70,17 @@ private:
     std::vector<int> inputs;  // node indices; -1 is the graph input
     Shape out_shape;          // per sample
     int64_t first_param_offset = -1;
+    size_t param_begin = 0, param_end = 0;  // the node's entries in the parameter arenas
     Tensor output, grad;      // [capacity, ...out_shape]
   };
 
   const Node& checked_input_node(int index) const;
   void ensure_capacity(int64_t batch);
   std::vector<Tensor> gather_inputs(const Node& node, const Tensor& images, int64_t batch) const;
-  void forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step);
+  // Returns the images the nodes read: `images`, or in precision bf16 a copy
+  // rounded to bf16.
+  Tensor forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step);
+  void prepare_bf16_weights(Context& ctx);
   void check_batch(const Tensor& images, const Tensor& labels) const;
 
   Shape input_shape_;
@@ -78,6 +93,7 @@ private:
   Tensor state_;
   std::vector<ParamEntry> state_entries_;
   int64_t capacity_ = 0;
+  Tensor input_bf16_;  // precision bf16: the images rounded to bf16, [capacity, ...input]
 };
 
 }  // namespace lockstep

@@ -40,6 +40,11 @@ public:
   // Views into the arenas, in the order of the specs above.
   virtual void bind(const std::vector<Tensor>& /*params*/, const std::vector<Tensor>& /*grads*/,
                     const std::vector<Tensor>& /*state*/) {}
+  // Precision bf16: views of the bf16 copy of the parameters
+  // (ParameterArenas::params_bf16), in the same order; the layers that
+  // multiply by their weights (conv2d, linear) read it instead of the FP32
+  // master weights.
+  virtual void bind_bf16(const std::vector<Tensor>& /*params_bf16*/) {}
 
   // `step` says which training step a Mode::train forward belongs to ({} in
   // evaluation); only layers that draw random numbers read it.

@@ -24,7 +24,7 @@ std::vector<ParamSpec> Linear::parameter_specs(const std::vector<Shape>& inputs)
 }
 
 void Linear::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
-  ops::linear_forward(ctx, inputs[0], weight_, bias_or_null(), output);
+  ops::linear_forward(ctx, inputs[0], weight_operand(ctx, true), bias_or_null(), output);
 }
 
 void Linear::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,
@@ -32,7 +32,8 @@ void Linear::backward(Context& ctx, const std::vector<Tensor>& inputs, const Ten
   ops::linear_backward_weight(ctx, inputs[0], output_grad, weight_grad_);
   if (has_bias_) ops::linear_backward_bias(ctx, output_grad, bias_grad_);
   if (input_grads[0].defined())
-    ops::linear_backward_data(ctx, output_grad, weight_, input_grads[0], grad_modes[0] == GradMode::add);
+    ops::linear_backward_data(ctx, output_grad, weight_operand(ctx, false), input_grads[0],
+                              grad_modes[0] == GradMode::add);
 }
 
 }  // namespace lockstep

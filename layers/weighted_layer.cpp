@@ -1,6 +1,7 @@
 #include "layers/weighted_layer.h"
 
 #include "base/error.h"
+#include "ops/bf16.h"
 
 namespace lockstep {
 
@@ -21,6 +22,21 @@ void WeightedLayer::bind(const std::vector<Tensor>& params, const std::vector<Te
     bias_ = params[1];
     bias_grad_ = grads[1];
   }
+}
+
+void WeightedLayer::bind_bf16(const std::vector<Tensor>& params_bf16) {
+  LS_CHECK(!params_bf16.empty(), type(), " '", name, "': bound to no bf16 weight");
+  weight_bf16_ = params_bf16[0];
+}
+
+const Tensor& WeightedLayer::weight_operand(Context& ctx, bool widen) {
+  if (ctx.options().precision != Precision::bf16) return weight_;
+  LS_CHECK(weight_bf16_.defined(), type(), " '", name,
+           "': precision bf16 without a bf16 copy of the weights (the model binds it before a bf16 forward)");
+  if (!weight_widened_.defined() || weight_widened_.device() != weight_bf16_.device())
+    weight_widened_ = Tensor::empty(weight_.shape(), weight_.device());
+  if (widen) ops::convert(ctx, weight_bf16_, weight_widened_);
+  return weight_widened_;
 }
 
 }  // namespace lockstep

@@ -10,15 +10,22 @@ public:
   bool has_bias() const { return has_bias_; }
   void bind(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
             const std::vector<Tensor>& state) override;
+  void bind_bf16(const std::vector<Tensor>& params_bf16) override;
 
 protected:
   explicit WeightedLayer(bool bias) : has_bias_(bias) {}
   // "weight" of `weight_shape` ([O, ...]), then "bias" [O] when the layer has one.
   std::vector<ParamSpec> weight_bias_specs(const Shape& weight_shape, Init weight_init) const;
   const Tensor* bias_or_null() const { return has_bias_ ? &bias_ : nullptr; }
+  // The weight the convolution or GEMM multiplies by: the FP32 master weight,
+  // or in precision bf16 the bf16 copy, widened (exactly) into FP32 storage
+  // for the CPU's FP32-accumulating kernels. Forward widens it (`widen`),
+  // backward reuses that: the copy does not change in between.
+  const Tensor& weight_operand(Context& ctx, bool widen);
 
   bool has_bias_;
   Tensor weight_, bias_, weight_grad_, bias_grad_;
+  Tensor weight_bf16_, weight_widened_;  // precision bf16 only
 };
 
 }  // namespace lockstep

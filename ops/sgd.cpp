@@ -19,6 +19,12 @@ void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, fl
            ", context on ", ctx.device().str());
   LS_CHECK(!lr_on_device || ctx.device().is_cuda(), "sgd_step: a learning rate in device memory on ",
            ctx.device().str());
+  const bool bf16_copy = arenas.params_bf16.defined();
+  LS_CHECK(!bf16_copy || (arenas.params_bf16.numel() == arenas.total() && arenas.params_bf16.dtype() == DType::bf16 &&
+                          arenas.params_bf16.device() == ctx.device()),
+           "sgd_step: the bf16 copy of the weights is not a bf16 tensor of ", arenas.total(), " elements on ",
+           ctx.device().str());
+  uint16_t* weights_bf16 = bf16_copy ? arenas.params_bf16.bf16_data() : nullptr;
   SgdHyper hyper{lr, config.momentum, config.weight_decay, config.nesterov};
   hyper.lr_on_device = lr_on_device;
   const auto& segments = arenas.segments();
@@ -31,7 +37,7 @@ void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, fl
           hyper.grad_scale = &scale;
         }
         cpu::sgd_momentum(arenas.params.data(), arenas.grads.data(), arenas.momentum.data(), segments.data(),
-                          static_cast<int>(segments.size()), hyper);
+                          static_cast<int>(segments.size()), hyper, weights_bf16);
       },
       LS_CUDA_TWIN(gpu, {
         if (config.clip_grad_norm > 0.0f) {
@@ -44,8 +50,9 @@ void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, fl
           hyper.grad_scale = scale;
         }
         cuda::sgd_momentum(gpu.compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
-                           arenas.total(), segments, hyper);
+                           arenas.total(), segments, hyper, weights_bf16);
       }));
+  if (bf16_copy) arenas.params_bf16_stale = false;
 }
 
 }  // namespace lockstep

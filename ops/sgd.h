@@ -19,7 +19,9 @@ struct SgdConfig {
 
 // `lr_on_device` (GPU only, may be null): device memory the kernel reads the
 // learning rate from when it runs (a step replayed from a CUDA graph); `lr`
-// is then only checked.
+// is then only checked. Where the arenas have a bf16 copy of the weights
+// (ParameterArenas::params_bf16, precision bf16), the same pass writes it
+// from the updated fp32 master weights, and it is current afterwards.
 void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr,
               const float* lr_on_device = nullptr);
 

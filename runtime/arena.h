@@ -53,6 +53,14 @@ public:
   Tensor grad(size_t i) const { return grads.view(entries_[i].offset, entries_[i].shape); }
 
   Tensor params, grads, momentum;  // flat [total]; momentum undefined when not asked for
+  // Precision bf16: the weights rounded to bf16 (DType::bf16, flat [total],
+  // the same offsets, padding zero), the copy convolutions and linear layers
+  // read; undefined in the other precisions. sgd_step rewrites it with every
+  // update, in the same pass. Code that writes `params` any other way sets
+  // params_bf16_stale, and the copy is made again from params before it is
+  // next read.
+  Tensor params_bf16;
+  bool params_bf16_stale = true;
 
 private:
   std::vector<ParamEntry> entries_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/device.h"
+#include "runtime/precision.h"
 #include "runtime/replica_group.h"
 #include "runtime/tensor.h"
 
@@ -17,7 +18,10 @@ namespace lockstep {
 struct ContextOptions {
   size_t workspace_limit_bytes = size_t(512) << 20;  // upper bound for conv workspaces
   bool deterministic = false;  // pick deterministic algorithms only
-  bool allow_tf32 = false;     // TF32 tensor-core math in cuBLAS/cuDNN
+  // runtime/precision.h. tf32, the default, lets cuDNN and cuBLAS use TF32
+  // tensor-core math on a GPU (PyTorch's default for convolutions) and
+  // computes in FP32 on the CPU; fp32 is strict on both.
+  Precision precision = Precision::tf32;
   // Drain the streams at the replica manager's phase boundaries, so phases
   // do not overlap in the times (a benchmarking aid; the times themselves
   // come from events on the compute stream either way). Adds host

@@ -1,11 +1,21 @@
 #include "runtime/tensor.h"
 
 #include "base/error.h"
+#include "kernels/bf16_math.h"
 #include "runtime/memory.h"
 
 namespace lockstep {
 
-const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "f32" : "i32"; }
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::i32: return "i32";
+    case DType::bf16: return "bf16";
+  }
+  return "unknown";
+}
+
+size_t dtype_size(DType dtype) { return dtype == DType::bf16 ? 2 : 4; }
 
 Storage::Storage(size_t size, std::shared_ptr<Allocator> alloc) : bytes(size), allocator(std::move(alloc)) {
   ptr = allocator->allocate(bytes);
@@ -16,7 +26,7 @@ Storage::~Storage() { allocator->deallocate(ptr, bytes); }
 Tensor Tensor::empty_with(const Shape& shape, std::shared_ptr<Allocator> allocator, DType dtype) {
   Tensor t;
   t.device_ = allocator->device();
-  t.storage_ = std::make_shared<Storage>(std::max<size_t>(shape.numel(), 1) * 4, std::move(allocator));
+  t.storage_ = std::make_shared<Storage>(std::max<size_t>(shape.numel(), 1) * dtype_size(dtype), std::move(allocator));
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;
@@ -40,6 +50,16 @@ Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values,
   return t;
 }
 
+Tensor Tensor::from_vector_bf16(const Shape& shape, const std::vector<float>& values, Device device) {
+  LS_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "from_vector_bf16: ", values.size(),
+           " values for shape ", shape.str());
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) bits[i] = float_to_bf16(values[i]);
+  Tensor t = empty(shape, device, DType::bf16);
+  copy_bytes(t.raw(), device, bits.data(), Device::cpu(), t.bytes());
+  return t;
+}
+
 Tensor Tensor::from_labels(const std::vector<int32_t>& labels, Device device) {
   Tensor t = empty(Shape{static_cast<int64_t>(labels.size())}, device, DType::i32);
   copy_bytes(t.raw(), device, labels.data(), Device::cpu(), t.bytes());
@@ -48,7 +68,7 @@ Tensor Tensor::from_labels(const std::vector<int32_t>& labels, Device device) {
 
 void* Tensor::raw() const {
   LS_CHECK(defined(), "use of an undefined tensor");
-  return static_cast<char*>(storage_->ptr) + offset_ * 4;
+  return static_cast<char*>(storage_->ptr) + offset_ * dtype_size(dtype_);
 }
 
 float* Tensor::data() {
@@ -63,9 +83,16 @@ int32_t* Tensor::labels() {
 }
 const int32_t* Tensor::labels() const { return const_cast<Tensor*>(this)->labels(); }
 
+uint16_t* Tensor::bf16_data() {
+  LS_CHECK(dtype_ == DType::bf16, "tensor of ", dtype_name(dtype_), " read as bf16");
+  return static_cast<uint16_t*>(raw());
+}
+const uint16_t* Tensor::bf16_data() const { return const_cast<Tensor*>(this)->bf16_data(); }
+
 Tensor Tensor::view(int64_t offset, const Shape& shape) const {
   LS_CHECK(defined(), "view of an undefined tensor");
-  LS_CHECK(offset >= 0 && (offset_ + offset + shape.numel()) * 4 <= static_cast<int64_t>(storage_->bytes),
+  LS_CHECK(offset >= 0 && (offset_ + offset + shape.numel()) * static_cast<int64_t>(dtype_size(dtype_)) <=
+                              static_cast<int64_t>(storage_->bytes),
            "view of ", shape.str(), " at element ", offset, " runs past the storage of ", shape_.str());
   Tensor t = *this;
   t.offset_ = offset_ + offset;
@@ -102,7 +129,13 @@ Tensor Tensor::to(Device device) const {
 
 std::vector<float> Tensor::to_vector() const {
   std::vector<float> out(numel());
-  LS_CHECK(dtype_ == DType::f32, "to_vector of an ", dtype_name(dtype_), " tensor");
+  LS_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16, "to_vector of an ", dtype_name(dtype_), " tensor");
+  if (dtype_ == DType::bf16) {
+    std::vector<uint16_t> bits(numel());
+    copy_bytes(bits.data(), Device::cpu(), raw(), device_, bytes());
+    for (size_t i = 0; i < bits.size(); ++i) out[i] = bf16_to_float(bits[i]);
+    return out;
+  }
   copy_bytes(out.data(), Device::cpu(), raw(), device_, bytes());
   return out;
 }

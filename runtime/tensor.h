@@ -11,8 +11,11 @@
 
 namespace lockstep {
 
-enum class DType { f32, i32 };
+// bf16 elements are the raw bits of a bfloat16 (kernels/bf16_math.h), two
+// bytes each: precision bf16's copy of the weights (runtime/arena.h).
+enum class DType { f32, i32, bf16 };
 const char* dtype_name(DType dtype);
+size_t dtype_size(DType dtype);  // bytes per element
 
 // A block of memory from an allocator, returned to it when the last view goes.
 struct Storage {
@@ -34,19 +37,23 @@ public:
   static Tensor zeros(const Shape& shape, Device device = Device::cpu(), DType dtype = DType::f32);
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values, Device device = Device::cpu());
   static Tensor from_labels(const std::vector<int32_t>& labels, Device device = Device::cpu());
+  // A bf16 tensor holding `values` rounded to bf16 (to nearest, ties to even).
+  static Tensor from_vector_bf16(const Shape& shape, const std::vector<float>& values, Device device = Device::cpu());
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
   Device device() const { return device_; }
   DType dtype() const { return dtype_; }
   int64_t numel() const { return shape_.numel(); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * 4; }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   int64_t dim(int axis) const { return shape_[axis]; }
 
   float* data();
   const float* data() const;
   int32_t* labels();
   const int32_t* labels() const;
+  uint16_t* bf16_data();  // the bits of each bf16 element
+  const uint16_t* bf16_data() const;
   void* raw() const;
 
   // A view of `shape` starting `offset` elements into this one.
@@ -59,7 +66,7 @@ public:
   void copy_from(const Tensor& src);
   void zero();
   Tensor to(Device device) const;
-  std::vector<float> to_vector() const;
+  std::vector<float> to_vector() const;  // f32, or bf16 widened to float (exactly)
   std::vector<int32_t> to_label_vector() const;
 
 private:

@@ -205,6 +205,7 @@ void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path
     const auto& [shape, values] = ck.tensors.at(t.name);
     t.tensor.copy_from(Tensor::from_vector(shape, values));
   }
+  model.arenas().params_bf16_stale = true;  // precision bf16: the weights' copy is made again
 }
 
 }  // namespace lockstep

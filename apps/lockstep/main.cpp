@@ -52,6 +52,12 @@ int main(int argc, char** argv) {
                            "GPU replicas capture a step into a CUDA graph and replay it while the batch size stays "
                            "(proven on the emulated GPU only)"),
        "--cuda-graphs");
+  flag(train_cmd->add_option("--precision", train.precision,
+                             "fp32 (strict), tf32 (the default: TF32 tensor-core convolutions and GEMMs on a GPU, "
+                             "as PyTorch's default; FP32 on the CPU, as PyTorch's CPU) or bf16 (mixed precision as "
+                             "PyTorch AMP; the CPU backend only in this build)")
+           ->check(CLI::IsMember({"fp32", "tf32", "bf16"})),
+       "--precision");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
        "--weight-decay");
   flag(train_cmd->add_option("--clip-grad-norm", train.clip_grad_norm,

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "runtime/precision.h"
 
 namespace lockstep::app {
 
@@ -64,7 +65,8 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"drop_last", s.drop_last ? "1" : "0"},
           {"test_fraction", exact(s.test_fraction)},
           {"plot", s.plot},
-          {"sync_bn", s.sync_bn ? "1" : "0"}};
+          {"sync_bn", s.sync_bn ? "1" : "0"},
+          {"precision", s.precision}};
 }
 
 std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
@@ -100,6 +102,10 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("test_fraction", "--test-fraction", [&](const std::string& v) { s.test_fraction = std::stod(v); });
   take("plot", "--plot", [&](const std::string& v) { s.plot = v; });
   take("sync_bn", "--sync-bn", [&](const std::string& v) { s.sync_bn = v == "1"; });
+  take("precision", "--precision", [&](const std::string& v) {
+    parse_precision(v, "--precision");  // a value this build does not know is the checkpoint's error
+    s.precision = v;
+  });
   return settled;
 }
 

@@ -50,6 +50,10 @@ struct TrainSettings {
   double bucket_mb = 25.0;      // gradient all-reduce bucket size (MiB); results do not depend on it
   double first_bucket_mb = 1.0; // the first bucket's, smaller so communication starts early in backward
   bool cuda_graphs = false;     // replay each GPU step from a CUDA graph (ReplicaOptions::cuda_graphs); not saved
+  // fp32, tf32 or bf16 (runtime/precision.h): tf32 allows TF32 tensor-core
+  // math on a GPU and computes in FP32 on the CPU; bf16 runs on the CPU only
+  // in this build. Saved, so --resume continues in the same precision.
+  std::string precision = "tf32";
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

@@ -83,7 +83,7 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
 
   ReplicaOptions options;
   options.context.sync_timing = true;  // phase clocks read after the device finished
-  options.context.allow_tf32 = o.tf32;
+  options.context.precision = o.tf32 ? Precision::tf32 : Precision::fp32;
   options.processes = processes;
   ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, devices, options);
 

@@ -2,15 +2,18 @@
 // so CblasColMajor with the same arguments computes exactly what it computes.
 // Arguments are checked as cuBLAS documents (INVALID_VALUE), and every matrix
 // must be device memory of the handle's device (MAPPING_ERROR otherwise,
-// where a GPU would fault).
+// where a GPU would fault). In CUBLAS_TF32_TENSOR_OP_MATH, A and B are
+// rounded to TF32 first (kernels/tf32_math.h), as tensor cores take them.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "emu/cublas/internal.h"
 #include "emu/runtime/emu_runtime.h"
+#include "kernels/tf32_math.h"
 
 using namespace lockstep::emu::cublas;
 
@@ -33,6 +36,18 @@ cublasStatus_t check_matrix(const float* p, int rows, int cols, int ld, int devi
     return report(CUBLAS_STATUS_MAPPING_ERROR, "cublasSgemm", why.c_str());
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+bool tf32_operands(cublasMath_t math) {
+  return (math & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) == CUBLAS_TF32_TENSOR_OP_MATH;
+}
+
+// A copy of the span a column-major matrix covers, every value rounded to
+// TF32 (the gaps between columns too: they are never read).
+std::vector<float> tf32_copy(const float* p, int rows, int cols, int ld) {
+  std::vector<float> copy(span_bytes(rows, cols, ld) / sizeof(float));
+  for (size_t i = 0; i < copy.size(); ++i) copy[i] = lockstep::round_to_tf32(p[i]);
+  return copy;
 }
 
 }  // namespace
@@ -68,6 +83,7 @@ extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_
   // freed while the handle still holds it visible to ASan.
   auto* workspace = static_cast<unsigned char*>(handle->workspace);
   const size_t scribble = std::min<size_t>(handle->workspace_bytes, 256);
+  const bool tf32 = tf32_operands(handle->math);
   auto work = [=] {
     if (scribble) std::memset(workspace, 0xA5, scribble);
     if (b == 0.0f) {
@@ -77,9 +93,18 @@ extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) C[size_t(j) * ldc + i] *= b;
     }
-    if (reads_ab)
+    if (reads_ab) {
+      std::vector<float> a_tf32, b_tf32;
+      const float *a_used = A, *b_used = B;
+      if (tf32) {
+        a_tf32 = tf32_copy(A, a_rows, a_cols, lda);
+        b_tf32 = tf32_copy(B, b_rows, b_cols, ldb);
+        a_used = a_tf32.data();
+        b_used = b_tf32.data();
+      }
       cblas_sgemm(CblasColMajor, transposes(transa) ? CblasTrans : CblasNoTrans,
-                  transposes(transb) ? CblasTrans : CblasNoTrans, m, n, k, a, A, lda, B, ldb, b, C, ldc);
+                  transposes(transb) ? CblasTrans : CblasNoTrans, m, n, k, a, a_used, lda, b_used, ldb, b, C, ldc);
+    }
   };
   cudaError_t e = lockstep::emu::enqueue(handle->stream, call, std::move(work));
   if (e != cudaSuccess) return report(CUBLAS_STATUS_EXECUTION_FAILED, call, cudaGetErrorName(e));

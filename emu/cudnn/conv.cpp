@@ -13,7 +13,8 @@ using namespace lockstep::emu::cudnn;
 namespace {
 
 cudnnMathType_t reported_math(const ConvProblem& p) {
-  // TF32 is a GPU tensor-core mode; the CPU reference computes in FP32.
+  // Default math: TF32 allowed, the CPU reference computing on TF32-rounded
+  // operands (conv_problem.cpp); FMA math: plain FP32.
   return p.math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
 }
 

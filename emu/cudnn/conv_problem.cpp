@@ -8,6 +8,7 @@
 #include "emu/cudnn/layout.h"
 #include "emu/runtime/emu_runtime.h"
 #include "kernels/cpu/conv_cpu.h"
+#include "kernels/tf32_math.h"
 
 namespace lockstep::emu::cudnn {
 
@@ -66,6 +67,15 @@ cudnnStatus_t check_aligned(const void* p, const char* call, const char* what) {
   if (reinterpret_cast<uintptr_t>(p) % alignof(float) != 0)
     return fail(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER, at(call, std::string(what) + " is not float-aligned"));
   return CUDNN_STATUS_SUCCESS;
+}
+
+// Every math type but CUDNN_FMA_MATH lets cuDNN run a float convolution on
+// tensor cores in TF32 (Ampere and later): its operands are rounded to TF32
+// before the products, which accumulate in FP32.
+bool tf32_operands(cudnnMathType_t math) { return math != CUDNN_FMA_MATH; }
+
+void round_to_tf32(std::vector<float>& v) {
+  for (float& x : v) x = lockstep::round_to_tf32(x);
 }
 
 }  // namespace
@@ -191,22 +201,31 @@ cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, 
       scratch = own_scratch.data();
     }
     std::vector<float> xs(size_t(tensor_count(p.x))), ys(size_t(tensor_count(p.y))), ws(size_t(tensor_count(p.w)));
+    const bool tf32 = tf32_operands(p.math);
+    // The two operands of the direction, gathered from their layouts and, in
+    // TF32 math, rounded as the tensor cores take them.
+    auto operands = [&](std::vector<float>& a, const cudnnTensorStruct& a_layout, std::vector<float>& b,
+                        const cudnnTensorStruct& b_layout) {
+      gather(a_layout, static_cast<const float*>(ptr.in_a), a.data());
+      gather(b_layout, static_cast<const float*>(ptr.in_b), b.data());
+      if (tf32) {
+        round_to_tf32(a);
+        round_to_tf32(b);
+      }
+    };
     switch (p.direction) {
       case Direction::forward:
-        gather(p.x, static_cast<const float*>(ptr.in_a), xs.data());
-        gather(p.w, static_cast<const float*>(ptr.in_b), ws.data());
+        operands(xs, p.x, ws, p.w);
         cpu::conv2d_forward(g, xs.data(), ws.data(), nullptr, ys.data(), scratch);
         blend(p.y, ys.data(), alpha, beta, static_cast<float*>(ptr.out));
         break;
       case Direction::backward_data:
-        gather(p.w, static_cast<const float*>(ptr.in_a), ws.data());
-        gather(p.y, static_cast<const float*>(ptr.in_b), ys.data());
+        operands(ws, p.w, ys, p.y);
         cpu::conv2d_backward_data(g, ys.data(), ws.data(), xs.data(), false, scratch);
         blend(p.x, xs.data(), alpha, beta, static_cast<float*>(ptr.out));
         break;
       case Direction::backward_filter:
-        gather(p.x, static_cast<const float*>(ptr.in_a), xs.data());
-        gather(p.y, static_cast<const float*>(ptr.in_b), ys.data());
+        operands(xs, p.x, ys, p.y);
         cpu::conv2d_backward_filter(g, xs.data(), ys.data(), ws.data(), scratch);
         blend(p.w, ws.data(), alpha, beta, static_cast<float*>(ptr.out));
         break;

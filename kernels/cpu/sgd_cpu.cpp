@@ -4,13 +4,14 @@
 #include <array>
 #include <vector>
 
+#include "kernels/bf16_math.h"
 #include "kernels/cpu/lane_sums.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace lockstep::cpu {
 
 void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegment* segments, int segment_count,
-                  const SgdHyper& hyper) {
+                  const SgdHyper& hyper, uint16_t* weights_bf16) {
   const float scale = hyper.grad_scale ? *hyper.grad_scale : 1.0f;
   for (int s = 0; s < segment_count; ++s) {
     const ArenaSegment& seg = segments[s];
@@ -18,10 +19,12 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
     float* w = weights + seg.offset;
     float* g = grads + seg.offset;
     float* v = velocity + seg.offset;
+    uint16_t* wb = weights_bf16 ? weights_bf16 + seg.offset : nullptr;
     // Scaling by 1 (no clipping) is exact, so one loop serves both.
     parallel_elements(seg.count, [&](int64_t i) {
       g[i] *= scale;
       sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+      if (wb) wb[i] = float_to_bf16(w[i]);
     });
   }
 }

@@ -23,7 +23,9 @@ public:
   cudnnHandle_t cudnn = nullptr;    // runs on compute_stream
   cublasHandle_t cublas = nullptr;  // runs on compute_stream, with its own workspace
   bool deterministic = false;       // deterministic cuDNN algorithms only
-  bool allow_tf32 = false;          // TF32 tensor-core math
+  // TF32 tensor-core math in cuDNN and cuBLAS: ContextOptions::precision
+  // tf32 (runtime/precision.h); off, they compute in strict FP32.
+  bool allow_tf32 = false;
   // Descriptors and algorithms per shape; only the owning thread uses them.
   std::unique_ptr<CudnnPlans> plans;
 

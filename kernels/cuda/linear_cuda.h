@@ -3,7 +3,7 @@
 // pointers. Row-major x [batch, in], w [out, in], y [batch, out] are, to
 // column-major cuBLAS, x^T, w^T and y^T, so each product is computed in its
 // transposed form (y^T = w x^T, dx^T = w^T dy^T, dw^T = x^T dy) with no copy.
-// TF32 follows the handle's math mode (ContextOptions::allow_tf32).
+// TF32 follows the handle's math mode (ContextOptions::precision tf32).
 #include <cstdint>
 
 namespace lockstep {

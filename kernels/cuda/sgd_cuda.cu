@@ -12,7 +12,8 @@
 // forward over the few toggles inside the block's tile, so the table costs
 // a handful of constant-cache reads per thread and nothing in device memory:
 // the kernel moves only w, g and v (read 12 bytes, write 12 bytes per
-// parameter, the gradient being cleared for the next step).
+// parameter, the gradient being cleared for the next step), and in precision
+// bf16 the bf16 copy of w (2 more bytes written per parameter).
 #include "kernels/cuda/sgd_cuda.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/launch_util.cuh"
@@ -22,6 +23,7 @@
 
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
+#include "kernels/bf16_math.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -59,10 +61,15 @@ __device__ __forceinline__ void update4(float4& w, float4& g, float4& v, float d
   sgd_momentum_element(w.w, g.w, v.w, h.lr, h.momentum, decay, h.nesterov);
 }
 
-template <int Capacity>
+__device__ __forceinline__ ushort4 to_bf16(const float4& w) {
+  return make_ushort4(float_to_bf16(w.x), float_to_bf16(w.y), float_to_bf16(w.z), float_to_bf16(w.w));
+}
+
+// Bf16: also writes the bf16 copy of the updated weights to wb.
+template <int Capacity, bool Bf16>
 __global__ void __launch_bounds__(kThreads)
-    sgd_momentum_kernel(float* w, float* g, float* v, const __grid_constant__ DecayToggles<Capacity> toggles,
-                        const SgdHyper given) {
+    sgd_momentum_kernel(float* w, float* g, float* v, uint16_t* wb,
+                        const __grid_constant__ DecayToggles<Capacity> toggles, const SgdHyper given) {
   SgdHyper hyper = given;
   if (hyper.lr_on_device) hyper.lr = *hyper.lr_on_device;
   float4* w4 = reinterpret_cast<float4*>(w) + toggles.first_vec;
@@ -98,6 +105,7 @@ __global__ void __launch_bounds__(kThreads)
       while (next < toggles.count && static_cast<int64_t>(toggles.at[next]) <= i) ++next;
       float decay = ((next + toggles.initial) & 1) ? hyper.weight_decay : 0.0f;
       update4(wr[k], gr[k], vr[k], decay, hyper);
+      if (Bf16) reinterpret_cast<ushort4*>(wb)[toggles.first_vec + i] = to_bf16(wr[k]);
       w4[i] = wr[k];
       v4[i] = vr[k];
       g4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -111,6 +119,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < toggles.tail; ++e) {
       if (hyper.grad_scale) g[base + e] *= *hyper.grad_scale;
       sgd_momentum_element(w[base + e], g[base + e], v[base + e], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+      if (Bf16) wb[base + e] = float_to_bf16(w[base + e]);
     }
   }
 }
@@ -138,8 +147,8 @@ __global__ void __launch_bounds__(detail::kThreads)
 }
 
 template <int Capacity>
-void launch(cudaStream_t stream, float* w, float* g, float* v, int64_t first_vec, int64_t vec_count, int tail,
-            int initial, const uint32_t* toggles_begin, int count, const SgdHyper& hyper) {
+void launch(cudaStream_t stream, float* w, float* g, float* v, uint16_t* wb, int64_t first_vec, int64_t vec_count,
+            int tail, int initial, const uint32_t* toggles_begin, int count, const SgdHyper& hyper) {
   DecayToggles<Capacity> toggles{};
   toggles.first_vec = first_vec;
   toggles.vec_count = vec_count;
@@ -148,18 +157,23 @@ void launch(cudaStream_t stream, float* w, float* g, float* v, int64_t first_vec
   toggles.initial = initial;
   for (int i = 0; i < count; ++i) toggles.at[i] = static_cast<uint32_t>(toggles_begin[i] - first_vec);
   int64_t blocks = std::max<int64_t>(1, (vec_count + kVecsPerBlock - 1) / kVecsPerBlock);
-  LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream, sgd_momentum_kernel<Capacity>)(w, g, v, toggles, hyper);
+  if (wb)
+    LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream, sgd_momentum_kernel<Capacity, true>)(w, g, v, wb,
+                                                                                                        toggles, hyper);
+  else
+    LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream, sgd_momentum_kernel<Capacity, false>)(w, g, v, wb,
+                                                                                                         toggles, hyper);
   LS_CUDA_CHECK_LAUNCH("sgd_momentum_kernel");
 }
 
 }  // namespace
 
 void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
-                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper) {
+                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb) {
   if (total <= 0) return;
-  for (const float* p : {w, g, v})
-    LS_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0, "sgd_momentum: arena pointer ", static_cast<const void*>(p),
-             " is not 16-byte aligned");
+  for (const void* p : {static_cast<const void*>(w), static_cast<const void*>(g), static_cast<const void*>(v),
+                        static_cast<const void*>(wb)})
+    LS_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0, "sgd_momentum: arena pointer ", p, " is not 16-byte aligned");
   const int64_t vecs = total / 4;
   LS_CHECK(vecs < (int64_t(1) << 32), "sgd_momentum: arena of ", total, " elements is too large for one update");
 
@@ -181,7 +195,7 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
   const int count = static_cast<int>(toggles.size());
 
   if (count <= kSmallCapacity) {
-    launch<kSmallCapacity>(stream, w, g, v, 0, vecs, tail, 0, toggles.data(), count, hyper);
+    launch<kSmallCapacity>(stream, w, g, v, wb, 0, vecs, tail, 0, toggles.data(), count, hyper);
     return;
   }
   // One launch per kLargeCapacity toggles: piece p starts at its first toggle
@@ -191,7 +205,7 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
     int64_t begin = first == 0 ? 0 : toggles[first];
     int64_t end = last == count ? vecs : toggles[last];
     int initial = first % 2;  // toggles before this piece: an even count leaves decay off
-    launch<kLargeCapacity>(stream, w, g, v, begin, end - begin, last == count ? tail : 0, initial,
+    launch<kLargeCapacity>(stream, w, g, v, wb, begin, end - begin, last == count ? tail : 0, initial,
                            toggles.data() + first, last - first, hyper);
   }
 }

@@ -17,9 +17,13 @@ namespace lockstep::cuda {
 // puts them at multiples of 16) and lie inside [0, total); elements between
 // them are padding, which the arena keeps at zero, where the update is a
 // no-op. One kernel launch (several only past 8000 switches of decay). With
-// hyper.grad_scale set (device memory), g is scaled by it first.
+// hyper.grad_scale set (device memory), g is scaled by it first. With `wb`
+// set (precision bf16; 16-byte aligned, `total` elements), every element's
+// updated weight is also written there rounded to bf16 (kernels/bf16_math.h),
+// padding included (zero stays zero), in the same launch: the copy the next
+// forward reads.
 void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
-                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper);
+                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb = nullptr);
 
 // Device scratch clip_scale needs (bytes).
 size_t clip_scale_scratch_bytes();

@@ -189,6 +189,7 @@ class Cli(unittest.TestCase):
         meta, tensors, data = read_safetensors(ck)
         self.assertEqual(meta["model"], "mlp 1x28x28 10")
         self.assertEqual(float(meta["extra.clip_grad_norm"]), 0.0)  # off unless asked
+        self.assertEqual(meta["extra.precision"], "tf32")  # the default (FP32 arithmetic on the CPU)
         self.assertEqual(json.loads(meta["class_names"])[9], "Ankle boot")
         self.assertEqual(tensors["fc1.weight"][0], [256, 784])
         self.assertEqual(tensors["fc3.bias"][0], [10])
@@ -208,6 +209,21 @@ class Cli(unittest.TestCase):
             return
         loaded = load_file(ck)
         self.assertEqual(list(loaded["fc1.weight"].shape), [256, 784])
+
+    def test_precision_bf16_trains_on_the_cpu_and_is_saved(self):
+        ck = self.path("ck.safetensors")
+        r = run(["train"] + QUICK + ["--epochs", "1", "--precision", "bf16", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        meta, tensors, _ = read_safetensors(ck)
+        self.assertEqual(meta["extra.precision"], "bf16")
+        # The master weights are saved in FP32, not rounded to bf16.
+        raw = tensors["fc1.weight"][1]
+        low_halves = [raw[i:i + 2] for i in range(0, len(raw), 4)]
+        self.assertGreater(sum(1 for h in low_halves if h != b"\0\0"), len(low_halves) // 2)
+        # A resume continues in bf16 without being told.
+        r = run(["train", "--resume", ck, "--epochs", "2", "--devices", "cpu"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_safetensors(ck)[0]["extra.precision"], "bf16")
 
     def test_checkpoint_of_3_replicas_evaluates_and_resumes_on_1(self):
         ck = self.path("ck.safetensors")
@@ -265,6 +281,8 @@ class Cli(unittest.TestCase):
             (["train", "--batch", "0", "--checkpoint", ck], "--batch"),
             (["train", "--lr", "-1", "--checkpoint", ck], "--lr"),
             (["train", "--clip-grad-norm", "-0.5", "--checkpoint", ck], "--clip-grad-norm"),
+            (["train", "--precision", "fp16", "--checkpoint", ck], "--precision"),
+            (["train", "--precision", "", "--checkpoint", ck], "--precision"),
             (["train", "--devices", "7", "--checkpoint", ck], "GPU 7"),
             (["train", "--data", self.path("missing"), "--checkpoint", ck], "missing"),
             (["train", "--resume", ck, "--model", "simple-cnn"], "simple-cnn"),

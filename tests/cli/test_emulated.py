@@ -24,9 +24,11 @@ from test_cli import read_safetensors, run  # noqa: E402
 # normwise, against 1.5e-7 between 2 CPU replicas and 1).
 os.environ.setdefault("LOCKSTEP_CPU_CONV", "im2col")
 
+# --precision fp32: the GPU default, tf32, rounds the emulated cuDNN's and
+# cuBLAS's operands to TF32, while the CPU computes in FP32.
 RUN = ["--model", "simple-cnn", "--limit", "640", "--test-limit", "64", "--batch", "32", "--epochs", "1",
        "--lr", "0.05", "--schedule", "constant", "--augment", "none", "--warmup-epochs", "0", "--seed", "11",
-       "--threads", "1"]
+       "--threads", "1", "--precision", "fp32"]
 
 
 def floats(raw):
@@ -63,6 +65,17 @@ class Emulated(unittest.TestCase):
         b = [x for k in sorted(params) for x in floats(cpu[k][1])]
         self.assertGreater(len(b), 1000)
         self.assertLess(normwise_relative(a, b), 1e-4)
+
+    def test_bf16_on_a_gpu_is_refused_before_training(self):
+        ck = os.path.join(self.tmp, "bf16.safetensors")
+        r = run(["train"] + RUN[:-1] + ["bf16", "--devices", "0", "--checkpoint", ck], self.tmp, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn("--precision bf16 runs on the CPU backend only in this build", lines[0])
+        self.assertIn("cuda:0", lines[0])
+        self.assertFalse(os.path.exists(ck))
+        self.assertNotIn("training ", r.stdout)
 
     def test_info_says_the_devices_are_emulated(self):
         r = subprocess.run([os.environ.get("LOCKSTEP_BIN", "build/lockstep"), "info"], capture_output=True,

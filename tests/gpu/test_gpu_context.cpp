@@ -30,7 +30,7 @@ TEST_CASE("a gpu context owns streams and handles bound to its compute stream", 
   REQUIRE(stream == state->compute_stream);
   cublasMath_t mode;
   LS_CUBLAS_CHECK(cublasGetMathMode(state->cublas, &mode));
-  REQUIRE(mode == CUBLAS_DEFAULT_MATH);
+  REQUIRE(mode == CUBLAS_TF32_TENSOR_OP_MATH);  // precision tf32, the default
   REQUIRE(state->cublas_workspace_bytes() <= options.workspace_limit_bytes);
   // The communication stream is scheduled first.
   int compute_priority = 0, comm_priority = 0;
@@ -40,13 +40,25 @@ TEST_CASE("a gpu context owns streams and handles bound to its compute stream", 
   ctx.synchronize();
 }
 
-TEST_CASE("a gpu context honours allow_tf32", "[gpu][context]") {
+TEST_CASE("a gpu context sets the libraries' math from its precision", "[gpu][context][precision]") {
+  REQUIRE(ContextOptions{}.precision == Precision::tf32);
+  for (Precision p : {Precision::fp32, Precision::tf32}) {
+    ContextOptions options;
+    options.precision = p;
+    Context ctx(Device::cuda(0), options);
+    cublasMath_t mode;
+    LS_CUBLAS_CHECK(cublasGetMathMode(ctx.cuda()->cublas, &mode));
+    INFO(precision_name(p));
+    REQUIRE(mode == (p == Precision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    REQUIRE(ctx.cuda()->allow_tf32 == (p == Precision::tf32));
+  }
+}
+
+TEST_CASE("a gpu context refuses bf16, which runs on the cpu only in this build", "[gpu][context][precision]") {
   ContextOptions options;
-  options.allow_tf32 = true;
-  Context ctx(Device::cuda(0), options);
-  cublasMath_t mode;
-  LS_CUBLAS_CHECK(cublasGetMathMode(ctx.cuda()->cublas, &mode));
-  REQUIRE((mode & CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_TF32_TENSOR_OP_MATH);
+  options.precision = Precision::bf16;
+  REQUIRE_THROWS_WITH(Context(Device::cuda(0), options),
+                      Catch::Contains("bf16") && Catch::Contains("CPU backend only") && Catch::Contains("cuda:0"));
 }
 
 TEST_CASE("the cudnn workspace grows on demand up to the limit", "[gpu][context]") {

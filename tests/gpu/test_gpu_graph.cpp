@@ -13,6 +13,7 @@
 #include "support/layer_harness.h"
 
 using namespace lockstep;
+using lockstep::testing::reference_options;
 using lockstep::testing::random_values;
 using lockstep::testing::require_close_scaled;
 
@@ -64,7 +65,7 @@ TEST_CASE("resnet20 train_step on the gpu equals the cpu", "[gpu][graph]") {
   auto cpu = make_model("resnet20", sample, Device::cpu());
   auto gpu = make_model("resnet20", sample, Device::cuda(0));
   REQUIRE(gpu->arenas().params.to_vector() == cpu->arenas().params.to_vector());
-  Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0));
+  Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0), reference_options());
   HostBatch batch = make_batch(5, sample, 1);
   Tensor images = batch.images.to(Device::cuda(0)), labels = batch.labels.to(Device::cuda(0));
 
@@ -95,7 +96,9 @@ TEST_CASE("simple-cnn and resnet20 train the same on one gpu replica as on the c
     const Shape sample{3, 12, 12};
     ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return make_model(name, sample, d); };
     ReplicaManager cpu(factory, {Device::cpu()});
-    ReplicaManager gpu(factory, {Device::cuda(0)});
+    ReplicaOptions strict;
+    strict.context = reference_options();
+    ReplicaManager gpu(factory, {Device::cuda(0)}, strict);
     SgdConfig sgd{0.9f, 5e-4f, false};
     for (int step = 0; step < 3; ++step) {
       HostBatch batch = make_batch(step == 2 ? 3 : 6, sample, 10 + step);

@@ -10,6 +10,7 @@
 #include "support/layer_harness.h"
 
 using namespace lockstep;
+using lockstep::testing::reference_options;
 using lockstep::testing::random_values;
 using lockstep::testing::require_close_scaled;
 
@@ -40,7 +41,7 @@ TEST_CASE("resnet50 vgg16 vgg16-bn vgg-f and deep-cnn train_step on the gpu equa
       Tensor images = Tensor::from_vector(Shape{batch, c.sample[0], c.sample[1], c.sample[2]},
                                           random_values(batch * c.sample.numel(), 11));
       Tensor labels = Tensor::from_labels({0, 1, 2, 1});
-      Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0));
+      Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0), reference_options());
       StepMetrics m_cpu = cpu->train_step(cpu_ctx, StepInfo{}, images, labels, 1.0f / batch).metrics();
       StepMetrics m_gpu =
           gpu->train_step(gpu_ctx, StepInfo{}, images.to(Device::cuda(0)), labels.to(Device::cuda(0)), 1.0f / batch)

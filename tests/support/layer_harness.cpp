@@ -18,6 +18,12 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi, Devi
   return Tensor::from_vector(shape, random_values(shape.numel(), seed, lo, hi), device);
 }
 
+ContextOptions reference_options() {
+  ContextOptions options;
+  options.precision = Precision::fp32;
+  return options;
+}
+
 Shape with_batch(int64_t n, const Shape& s) {
   switch (s.rank()) {
     case 1: return Shape{n, s[0]};
@@ -28,7 +34,7 @@ Shape with_batch(int64_t n, const Shape& s) {
 
 LayerHarness::LayerHarness(std::unique_ptr<Layer> layer, std::vector<Shape> sample_shapes, int64_t batch,
                            uint64_t seed, Device device)
-    : ctx(device), layer_(std::move(layer)) {
+    : ctx(device, reference_options()), layer_(std::move(layer)) {
   if (layer_->name.empty()) layer_->name = "under_test";
   Shape out = layer_->output_shape(sample_shapes);
   for (size_t i = 0; i < sample_shapes.size(); ++i) {

@@ -16,6 +16,11 @@ std::vector<float> random_values(int64_t n, uint64_t seed, float lo = -1.0f, flo
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
                      Device device = Device::cpu());
 
+// A context compared with the CPU reference: precision fp32 (strict). tf32,
+// the default, lets a GPU's libraries round their operands to TF32, which
+// puts them ~1e-3 off the CPU's FP32 (test_gpu_ops checks tf32 on its own).
+ContextOptions reference_options();
+
 // Prepends the batch extent to a per-sample shape.
 Shape with_batch(int64_t n, const Shape& per_sample);
 
@@ -31,7 +36,7 @@ public:
   void backward(const Tensor& output_grad, GradMode mode = GradMode::write);
 
   Layer& layer() { return *layer_; }
-  Context ctx;
+  Context ctx;  // made with reference_options()
   StepInfo step;  // the training step forward passes belong to (dropout keys its mask by it)
   std::vector<Tensor> inputs, input_grads;
   Tensor output;

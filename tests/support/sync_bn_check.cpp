@@ -63,10 +63,14 @@ SyncBnDifference sync_bn_difference(const std::vector<Device>& many, Device one,
     g->finalize(device, 3);
     return g;
   };
+  // Strict FP32 (precision fp32): in tf32, the GPU default, the libraries
+  // round their operands to TF32, so a 1e-8 difference that moves an operand
+  // across a TF32 rounding boundary becomes a 5e-4 one, the discontinuity
+  // described above at every product.
   ReplicaOptions many_options;
   many_options.context.sync_batch_norm = sync;
-  ReplicaOptions one_options;
-  one_options.context.sync_batch_norm = sync;  // no effect on one replica: nothing to synchronise with
+  many_options.context.precision = Precision::fp32;
+  ReplicaOptions one_options = many_options;  // sync_batch_norm: no effect on one replica, nothing to synchronise with
   ReplicaManager single(factory, {one}, one_options);
   ReplicaManager replicas(factory, many, many_options);
   const SgdConfig sgd{0.9f, 5e-4f, false};

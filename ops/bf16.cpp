@@ -1,0 +1,46 @@
+#include "ops/bf16.h"
+
+#include "base/error.h"
+#include "kernels/cpu/bf16_cpu.h"
+#include "ops/dispatch.h"
+
+namespace lockstep::ops {
+
+namespace {
+[[noreturn]] void refuse_gpu(const char* op, const Context& ctx) {
+  LS_FAIL(op, " on ", ctx.device().str(), ": precision bf16 runs on the CPU backend only in this build");
+}
+}  // namespace
+
+void round_to_bf16(Context& ctx, Tensor& x) {
+  LS_CHECK(x.dtype() == DType::f32 && x.device() == ctx.device(), "round_to_bf16: ", dtype_name(x.dtype()),
+           " tensor on ", x.device().str(), " with a context on ", ctx.device().str(), " (f32 on the same device)");
+  dispatch(
+      "round_to_bf16", ctx, [&] { cpu::round_to_bf16_in_place(x.data(), x.numel()); },
+      LS_CUDA_TWIN(gpu, {
+        (void)gpu;
+        refuse_gpu("round_to_bf16", ctx);
+      }));
+}
+
+void convert(Context& ctx, const Tensor& src, Tensor& dst) {
+  const bool narrow = src.dtype() == DType::f32 && dst.dtype() == DType::bf16;
+  const bool widen = src.dtype() == DType::bf16 && dst.dtype() == DType::f32;
+  LS_CHECK((narrow || widen) && src.numel() == dst.numel() && src.device() == ctx.device() &&
+               dst.device() == ctx.device(),
+           "convert: ", src.shape().str(), " ", dtype_name(src.dtype()), " on ", src.device().str(), " into ",
+           dst.shape().str(), " ", dtype_name(dst.dtype()), " on ", dst.device().str(),
+           " (f32 to bf16 or back, the same count, on the context's device ", ctx.device().str(), ")");
+  dispatch(
+      "convert", ctx,
+      [&] {
+        if (narrow) cpu::narrow_to_bf16(src.data(), dst.bf16_data(), src.numel());
+        else cpu::widen_from_bf16(src.bf16_data(), dst.data(), src.numel());
+      },
+      LS_CUDA_TWIN(gpu, {
+        (void)gpu;
+        refuse_gpu("convert", ctx);
+      }));
+}
+
+}  // namespace lockstep::ops

@@ -1,0 +1,174 @@
+// The precision modes end to end on the CPU backend: fp32, tf32 (FP32
+// arithmetic on the CPU) and bf16 (mixed precision, bf16 rounding where a GPU
+// stores bf16; layers/graph.h) train simple-cnn and resnet20 on a
+// Fashion-MNIST subset to the same accuracy, and N bf16 replicas train as one
+// within bf16's tolerance.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/test_data_util.h"
+#include "data/open_dataset.h"
+#include "distributed/replica_manager.h"
+#include "kernels/bf16_math.h"
+#include "kernels/cpu/thread_pool.h"
+#include "layers/models.h"
+#include "ops/sgd.h"
+#include "support/replica_models.h"
+
+using namespace lockstep;
+
+namespace {
+
+// Samples [first, first + count) of `set`, normalised by Fashion-MNIST's
+// mean and standard deviation.
+HostBatch fashion_batch(const data::Dataset& set, int64_t first, int64_t count) {
+  const Shape sample = set.sample_shape();
+  HostBatch b;
+  b.count = count;
+  b.images = Tensor::empty(Shape{count, sample[0], sample[1], sample[2]});
+  b.labels = Tensor::empty(Shape{count}, Device::cpu(), DType::i32);
+  for (int64_t i = 0; i < count; ++i) {
+    float* out = b.images.data() + i * sample.numel();
+    set.read(first + i, out);
+    for (int64_t j = 0; j < sample.numel(); ++j) out[j] = (out[j] - 0.286f) / 0.353f;
+    b.labels.labels()[i] = set.label(first + i);
+  }
+  return b;
+}
+
+constexpr int64_t kSteps = 150;  // batches of 32
+
+struct Subset {
+  std::vector<HostBatch> train;  // consecutive batches of the training set
+  std::vector<HostBatch> test;   // 2000 test samples in batches of 250
+};
+
+const Subset& fashion_subset() {
+  static const Subset subset = [] {
+    data::DataSets sets = data::open_dataset(data_test::fashion_mnist_dir());
+    Subset s;
+    for (int64_t b = 0; b < kSteps; ++b) s.train.push_back(fashion_batch(*sets.train, b * 32, 32));
+    for (int64_t b = 0; b < 8; ++b) s.test.push_back(fashion_batch(*sets.test, b * 250, 250));
+    return s;
+  }();
+  return subset;
+}
+
+// Test accuracy (%) of `name` after one pass over the subset's batches in
+// `precision`, the learning rate decaying linearly to zero: the weights
+// settle at the end, so the batch-norm running statistics the evaluation
+// uses have caught up with them (after a few dozen steps at a constant rate,
+// resnet20's test accuracy still swings by tens of points with them).
+double accuracy_after_training(const std::string& name, Precision precision) {
+  const Subset& data = fashion_subset();
+  ReplicaOptions options;
+  options.context.precision = precision;
+  ReplicaManager replicas(testing::named_model(name, Shape{1, 28, 28}, ModelOptions{.dropout = false}, 5),
+                          {Device::cpu()}, options);
+  const SgdConfig sgd{0.9f, 5e-4f, false};
+  for (int64_t step = 0; step < kSteps; ++step)
+    replicas.train_step(data.train[step], 0.05f * float(kSteps - step) / float(kSteps), sgd);
+  StepMetrics m;
+  for (const HostBatch& batch : data.test) m += replicas.evaluate(batch);
+  return 100.0 * double(m.correct) / double(m.count);
+}
+
+struct OneThread {
+  int saved = cpu::compute_threads();
+  OneThread() { cpu::set_compute_threads(1); }
+  ~OneThread() { cpu::set_compute_threads(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("tf32 and bf16 train simple-cnn and resnet20 to within a point of fp32 on the cpu",
+          "[precision][bf16][train]") {
+  OneThread one_thread;  // the same arithmetic on any machine
+  for (const std::string name : {"simple-cnn", "resnet20"}) {
+    const double fp32 = accuracy_after_training(name, Precision::fp32);
+    const double tf32 = accuracy_after_training(name, Precision::tf32);
+    const double bf16 = accuracy_after_training(name, Precision::bf16);
+    INFO(name << ": fp32 " << fp32 << "%, tf32 " << tf32 << "%, bf16 " << bf16 << "% after " << kSteps
+              << " steps of 32");
+    REQUIRE(fp32 > 60.0);  // it learned: chance is 10%
+    REQUIRE(tf32 == fp32);  // tf32 computes in FP32 on the CPU, as PyTorch's CPU does
+    REQUIRE(std::fabs(bf16 - fp32) <= 1.0);
+  }
+}
+
+TEST_CASE("bf16 mode computes on bf16 values and keeps fp32 master weights", "[precision][bf16]") {
+  // One step of simple-cnn in bf16 and in fp32 from the same start: the
+  // logits of bf16 are bf16 values and differ from fp32's by about bf16's
+  // precision; the master weights stay FP32 (not all bf16 values), and the
+  // bf16 copy the next forward reads is exactly the master weights rounded.
+  const Subset& data = fashion_subset();
+  auto run = [&](Precision p) {
+    ReplicaOptions options;
+    options.context.precision = p;
+    auto manager = std::make_unique<ReplicaManager>(
+        testing::named_model("simple-cnn", Shape{1, 28, 28}, ModelOptions{.dropout = false}, 5),
+        std::vector<Device>{Device::cpu()}, options);
+    manager->train_step(data.train[0], 0.05f, SgdConfig{0.9f, 5e-4f, false});
+    return manager;
+  };
+  auto bf16 = run(Precision::bf16), fp32 = run(Precision::fp32);
+  const std::vector<float> lb = bf16->logits(data.train[1]), lf = fp32->logits(data.train[1]);
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < lb.size(); ++i) {
+    REQUIRE(lb[i] == round_to_bf16(lb[i]));
+    diff += (lb[i] - lf[i]) * (lb[i] - lf[i]);
+    norm += lf[i] * lf[i];
+  }
+  INFO("normwise logit difference " << std::sqrt(diff / norm));
+  REQUIRE(std::sqrt(diff / norm) > 1e-4);  // rounded: not the FP32 result
+  REQUIRE(std::sqrt(diff / norm) < 5e-2);  // but near it
+  ParameterArenas& a = bf16->model(0).arenas();
+  REQUIRE(a.params_bf16.defined());
+  REQUIRE_FALSE(fp32->model(0).arenas().params_bf16.defined());
+  const std::vector<float> w = a.params.to_vector(), wb = a.params_bf16.to_vector();
+  int64_t not_bf16 = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    REQUIRE(wb[i] == round_to_bf16(w[i]));
+    not_bf16 += w[i] != wb[i];
+  }
+  REQUIRE(not_bf16 > int64_t(w.size()) / 2);
+}
+
+// Gradients are all-reduced in FP32, over the FP32 gradient arena: each
+// replica's weight gradients are FP32 sums of bf16 products, so N replicas
+// differ from one only in the order of those FP32 sums, as in fp32 mode, and
+// the bf16 rounding of each sample's activations is the same whatever the
+// split (a bf16 all-reduce would add a rounding per replica). Here the
+// parameters after five steps differ by 6e-9 (2 replicas) and 1e-8 (3),
+// normwise: the tolerance is fp32's, 1e-5. What bf16 can add on larger
+// models: a 1e-7 difference that moves an activation across a bf16 rounding
+// boundary becomes a 4e-3 one for that element.
+TEST_CASE("N bf16 replicas train as one within bf16's tolerance", "[precision][bf16][replica]") {
+  const int replicas = GENERATE(2, 3);
+  ReplicaOptions options;
+  options.context.precision = Precision::bf16;
+  options.bucket_bytes = 256;
+  ReplicaManager one(testing::plain_model, {Device::cpu()}, options);
+  ReplicaManager many(testing::plain_model, std::vector<Device>(replicas, Device::cpu()), options);
+  const SgdConfig sgd{0.9f, 1e-3f, false};
+  const std::vector<int64_t> batch_sizes = {10, 3, 7, 10, 5};
+  for (size_t s = 0; s < batch_sizes.size(); ++s) {
+    HostBatch batch = testing::make_batch(batch_sizes[s], 100 + s);
+    const StepMetrics a = one.train_step(batch, 0.05f, sgd);
+    const StepMetrics b = many.train_step(batch, 0.05f, sgd);
+    REQUIRE(b.count == a.count);
+    REQUIRE(b.loss_sum == Approx(a.loss_sum).epsilon(1e-5));
+    REQUIRE(many.replicas_identical());
+  }
+  const std::vector<float> p1 = one.model(0).arenas().params.to_vector(), pn = many.model(0).arenas().params.to_vector();
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < p1.size(); ++i) {
+    diff += double(pn[i] - p1[i]) * double(pn[i] - p1[i]);
+    norm += double(p1[i]) * double(p1[i]);
+  }
+  INFO(replicas << " replicas: normwise parameter difference " << std::sqrt(diff / norm));
+  REQUIRE(std::sqrt(diff / norm) <= 1e-5);
+}

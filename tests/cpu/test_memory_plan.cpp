@@ -208,14 +208,6 @@ int64_t unaligned_sum(const std::vector<PlanNode>& nodes, int64_t capacity) {
   return s;
 }
 
-ModelFactory with_planning(ModelFactory make, bool on) {
-  return [make, on](Device device) {
-    std::unique_ptr<Model> m = make(device);
-    dynamic_cast<Graph&>(*m).set_memory_planning(on);
-    return m;
-  };
-}
-
 ModelFactory add_flatten_model(uint64_t seed) {
   return [seed](Device device) -> std::unique_ptr<Model> {
     std::unique_ptr<Graph> g = add_flatten_graph();
@@ -335,8 +327,8 @@ TEST_CASE("training with the memory plan equals training without it bit for bit"
   const Shape sample = model == "resnet20" ? Shape{3, 8, 8} : model == "simple-cnn" ? Shape{1, 16, 16} : Shape{3, 6, 6};
   const ModelFactory make = model == "add-flatten" ? add_flatten_model(7) : named_model(model, sample, {}, 7);
   const std::vector<Device> devices(replicas, Device::cpu());
-  ReplicaManager planned(with_planning(make, true), devices);
-  ReplicaManager unplanned(with_planning(make, false), devices);
+  ReplicaManager planned(with_memory_planning(make, true), devices);
+  ReplicaManager unplanned(with_memory_planning(make, false), devices);
   // Batch sizes that shrink and grow again (the buffer is laid out for the
   // largest), with an evaluation in between that overwrites the values.
   const std::vector<int64_t> sizes = {8, 5, 12, 12};

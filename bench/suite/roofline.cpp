@@ -32,6 +32,7 @@ SuiteResult run_roofline(const Options& given) {
   // from the graph's memory plan and as one buffer per node; computed, not allocated.
   const int64_t planned_bytes = graph->activation_bytes(o.batch);
   const int64_t unplanned_bytes = graph->unplanned_activation_bytes(o.batch);
+  const int64_t eval_bytes = graph->memory_plan(o.batch, PlanKind::eval, true).bytes();
 
   SuiteResult result;
   result.kind = "bound";
@@ -92,6 +93,7 @@ SuiteResult run_roofline(const Options& given) {
   result.settings["step_bytes"] = bytes;
   result.settings["activation_bytes_planned"] = planned_bytes;
   result.settings["activation_bytes_one_per_node"] = unplanned_bytes;
+  result.settings["activation_bytes_evaluation"] = eval_bytes;
 
   result.notes.push_back(fmt("BOUND, not a measurement: a %s training step at batch %lld cannot take less than %.3f ms "
                              "on an %s (at most %.0f images/s); the sum over layers of max(FLOPs / peak, bytes / "
@@ -115,9 +117,11 @@ SuiteResult run_roofline(const Options& given) {
                              prec == "bf16" ? 2 : 4, prec == "bf16" ? 2 : 4, prec == "bf16" ? " and the bf16 copy" : ""));
   result.notes.push_back(fmt("activation memory of the training step (fp32 outputs and gradients, computed from "
                              "the graph's memory plan, not measured): %.1f MiB planned (LOCKSTEP_MEMORY_PLAN=on, "
-                             "the default), %.1f MiB with one output and one gradient buffer per node (=off), %.2fx less",
+                             "the default), %.1f MiB with one output and one gradient buffer per node (=off), %.2fx "
+                             "less; an evaluation forward at this batch plans %.1f MiB",
                              planned_bytes / 1048576.0, unplanned_bytes / 1048576.0,
-                             static_cast<double>(unplanned_bytes) / static_cast<double>(planned_bytes)));
+                             static_cast<double>(unplanned_bytes) / static_cast<double>(planned_bytes),
+                             eval_bytes / 1048576.0));
   result.notes.push_back("peaks: " + gpu.name + ", " + gpu.source + "; one GPU, no all-reduce, no host time");
   note_unused(o, {"--steps", "--warmup", "--batches", "--epochs"}, result);
 

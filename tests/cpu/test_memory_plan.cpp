@@ -350,6 +350,10 @@ TEST_CASE("training with the memory plan equals training without it bit for bit"
 }
 
 TEST_CASE("LOCKSTEP_MEMORY_PLAN accepts on and off only", "[memory-plan]") {
+  // Unset again however the test ends: the graphs of later tests read it.
+  struct Unset {
+    ~Unset() { unsetenv("LOCKSTEP_MEMORY_PLAN"); }
+  } unset;
   setenv("LOCKSTEP_MEMORY_PLAN", "off", 1);
   REQUIRE_FALSE(Graph(Shape{4}, 2, "x").memory_planning());
   setenv("LOCKSTEP_MEMORY_PLAN", "on", 1);

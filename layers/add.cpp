@@ -17,9 +17,12 @@ void Add::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& outpu
 
 void Add::backward(Context& ctx, const std::vector<Tensor>&, const Tensor&, const Tensor& output_grad,
                    std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
-  for (size_t i = 0; i < 2; ++i)
-    if (input_grads[i].defined())
-      ops::copy_or_add(ctx, output_grad, input_grads[i], grad_modes[i] == GradMode::add);
+  for (size_t i = 0; i < 2; ++i) {
+    const bool add = grad_modes[i] == GradMode::add;
+    // A written gradient the memory plan put in output_grad's buffer is already there.
+    if (!input_grads[i].defined() || (!add && same_buffer(input_grads[i], output_grad))) continue;
+    ops::copy_or_add(ctx, output_grad, input_grads[i], add);
+  }
 }
 
 }  // namespace lockstep

@@ -14,6 +14,9 @@ public:
                const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+  bool backward_reads_input(size_t) const override { return false; }
+  bool backward_reads_output() const override { return false; }
+  bool input_grad_may_alias_output_grad() const override { return true; }
 };
 
 }  // namespace lockstep

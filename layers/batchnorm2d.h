@@ -53,6 +53,9 @@ public:
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
 
   BatchNormState* batch_norm_state() override;
+  // Backward reads x (never the shortcut) and, with a fused ReLU, the output it masks by.
+  bool backward_reads_input(size_t i) const override { return i == 0; }
+  bool backward_reads_output() const override { return relu_; }
 
 private:
   // Checks a batch [N, C, H, W] against the bound channel count.

@@ -20,6 +20,8 @@ public:
                const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+  // The weight gradient reads the input; nothing reads the output.
+  bool backward_reads_output() const override { return false; }
 
   int64_t out_channels() const { return out_channels_; }
   int kernel() const { return kernel_; }

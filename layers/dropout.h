@@ -18,6 +18,9 @@ public:
                const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+  // Backward redraws the mask: it reads neither input nor output.
+  bool backward_reads_input(size_t) const override { return false; }
+  bool backward_reads_output() const override { return false; }
   float p() const { return p_; }
 
 private:

@@ -13,13 +13,14 @@ Shape Flatten::output_shape(const std::vector<Shape>& inputs) const {
 }
 
 void Flatten::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
-  ops::copy_or_add(ctx, inputs[0], output, false);
+  if (!same_buffer(inputs[0], output)) ops::copy_or_add(ctx, inputs[0], output, false);
 }
 
 void Flatten::backward(Context& ctx, const std::vector<Tensor>&, const Tensor&, const Tensor& output_grad,
                        std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
-  if (input_grads[0].defined())
-    ops::copy_or_add(ctx, output_grad, input_grads[0], grad_modes[0] == GradMode::add);
+  const bool add = grad_modes[0] == GradMode::add;
+  if (input_grads[0].defined() && (add || !same_buffer(input_grads[0], output_grad)))
+    ops::copy_or_add(ctx, output_grad, input_grads[0], add);
 }
 
 }  // namespace lockstep

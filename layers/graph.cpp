@@ -1,6 +1,8 @@
 #include "layers/graph.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "base/error.h"
 #include "ops/bf16.h"
@@ -18,10 +20,19 @@ Shape batched(int64_t n, const Shape& per_sample) {
   }
   return s;
 }
+
+// LOCKSTEP_MEMORY_PLAN: unset or "on" plans, "off" gives each value its own buffer.
+bool planning_from_environment() {
+  const char* v = std::getenv("LOCKSTEP_MEMORY_PLAN");
+  if (!v || !*v || std::strcmp(v, "on") == 0) return true;
+  LS_CHECK(std::strcmp(v, "off") == 0, "LOCKSTEP_MEMORY_PLAN='", v, "': expected on or off");
+  return false;
+}
 }  // namespace
 
 Graph::Graph(Shape input_shape, int64_t num_classes, std::string spec)
-    : input_shape_(input_shape), num_classes_(num_classes), spec_(std::move(spec)) {
+    : input_shape_(input_shape), num_classes_(num_classes), spec_(std::move(spec)),
+      planning_(planning_from_environment()) {
   LS_CHECK(input_shape.rank() >= 1 && input_shape.rank() <= 3 && input_shape.numel() > 0,
            "model input shape must be [C, H, W] or [F] with no zero extent, got ", input_shape.str());
   LS_CHECK(num_classes >= 2, "a classifier needs at least 2 classes, got ", num_classes);
@@ -116,25 +127,73 @@ std::vector<BatchNormState*> Graph::batch_norms() {
   return out;
 }
 
-void Graph::ensure_capacity(int64_t batch) {
-  if (batch <= capacity_) return;
-  // Free the old buffers first (peak memory); if an allocation below fails,
-  // capacity 0 makes the next call allocate again instead of using a hole.
-  capacity_ = 0;
-  for (Node& node : nodes_) {
-    node.output = Tensor();
-    node.grad = Tensor();
-  }
-  for (Node& node : nodes_) {
-    node.output = Tensor::empty(batched(batch, node.out_shape), device_);
-    node.grad = Tensor::empty(batched(batch, node.out_shape), device_);
-  }
-  capacity_ = batch;
+void Graph::set_memory_planning(bool on) {
+  if (on == planning_) return;
+  planning_ = on;
+  layout_stale_ = true;  // the next step lays the buffer out again
 }
 
-std::vector<Tensor> Graph::gather_inputs(const Node& node, const Tensor& images, int64_t batch) const {
+std::vector<PlanNode> Graph::plan_nodes() const {
+  std::vector<PlanNode> out;
+  for (const Node& node : nodes_) {
+    PlanNode p;
+    p.inputs = node.inputs;
+    p.floats_per_sample = node.out_shape.numel();
+    for (size_t i = 0; i < node.inputs.size(); ++i) p.backward_reads_input.push_back(node.layer->backward_reads_input(i));
+    p.backward_reads_output = node.layer->backward_reads_output();
+    p.output_may_alias_input = node.layer->output_may_alias_input();
+    p.input_grad_may_alias_output_grad = node.layer->input_grad_may_alias_output_grad();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+MemoryPlan Graph::memory_plan(int64_t batch, PlanKind kind, bool share) const {
+  return plan_memory(plan_nodes(), batch, kind, share);
+}
+
+int64_t Graph::activation_bytes(int64_t batch) const { return memory_plan(batch, PlanKind::train, true).bytes(); }
+
+int64_t Graph::unplanned_activation_bytes(int64_t batch) const {
+  return memory_plan(batch, PlanKind::train, false).bytes();
+}
+
+void Graph::ensure_capacity(int64_t batch) {
+  if (batch <= capacity_ && !layout_stale_) return;
+  // Free the old buffer first (peak memory); if an allocation below fails,
+  // capacity 0 makes the next call allocate again instead of using a hole.
+  batch = std::max(batch, capacity_);
+  capacity_ = 0;
+  for (Node& node : nodes_) node.output = node.grad = node.eval_output = Tensor();
+  activations_ = Tensor();
+  // One buffer for both plans: training recomputes every value each step, so
+  // an evaluation between steps may overwrite any of them. The offsets depend
+  // only on the nodes and the capacity, so a captured step (runtime/step_graph.h)
+  // finds its values where it left them as long as the capacity holds.
+  const std::vector<PlanNode> plan_in = plan_nodes();
+  const MemoryPlan train = plan_memory(plan_in, batch, PlanKind::train, planning_);
+  const MemoryPlan eval = plan_memory(plan_in, batch, PlanKind::eval, planning_);
+  activations_ = Tensor::empty(Shape{std::max(train.total_floats, eval.total_floats)}, device_);
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    const Shape shape = batched(batch, nodes_[n].out_shape);
+    nodes_[n].output = activations_.view(train.output_offset[n], shape);
+    nodes_[n].grad = activations_.view(train.grad_offset[n], shape);
+    nodes_[n].eval_output = activations_.view(eval.output_offset[n], shape);
+  }
+  capacity_ = batch;
+  layout_stale_ = false;
+}
+
+std::vector<Tensor> Graph::gather_inputs(const Node& node, const Tensor& images, int64_t batch, Mode mode) const {
   std::vector<Tensor> inputs;
-  for (int i : node.inputs) inputs.push_back(i < 0 ? images : nodes_[i].output.batch_slice(0, batch));
+  for (int i : node.inputs) {
+    if (i < 0) {
+      inputs.push_back(images);
+      continue;
+    }
+    const Node& src = nodes_[i];
+    inputs.push_back((mode == Mode::eval ? src.eval_output : src.output).batch_slice(0, batch));
+  }
   return inputs;
 }
 
@@ -185,8 +244,8 @@ Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const S
     ops::round_to_bf16(ctx, x);
   }
   for (Node& node : nodes_) {
-    std::vector<Tensor> inputs = gather_inputs(node, x, batch);
-    Tensor out = node.output.batch_slice(0, batch);
+    std::vector<Tensor> inputs = gather_inputs(node, x, batch, mode);
+    Tensor out = (mode == Mode::eval ? node.eval_output : node.output).batch_slice(0, batch);
     node.layer->forward(ctx, inputs, out, mode, step);
     if (bf16) ops::round_to_bf16(ctx, out);  // a GPU stores the activation in bf16
   }
@@ -227,7 +286,7 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
   grad_written.back() = true;
   for (size_t n = nodes_.size(); n-- > 0;) {
     Node& node = nodes_[n];
-    std::vector<Tensor> inputs = gather_inputs(node, x, batch);
+    std::vector<Tensor> inputs = gather_inputs(node, x, batch, Mode::train);
     std::vector<Tensor> input_grads(node.inputs.size());
     std::vector<GradMode> modes(node.inputs.size(), GradMode::write);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -257,7 +316,7 @@ StepMetrics Graph::evaluate(Context& ctx, const Tensor& images, const Tensor& la
   check_batch(images, labels);
   if (images.dim(0) == 0) return {};
   forward_all(ctx, images, Mode::eval, {});
-  Tensor logits = nodes_.back().output.batch_slice(0, images.dim(0));
+  Tensor logits = nodes_.back().eval_output.batch_slice(0, images.dim(0));
   return ops::softmax_cross_entropy(ctx, logits, labels, 1.0f, nullptr);
 }
 
@@ -266,7 +325,7 @@ Tensor Graph::logits(Context& ctx, const Tensor& images) {
   Tensor out = Tensor::empty(Shape{images.dim(0), num_classes_}, device_);
   if (images.dim(0) == 0) return out;
   forward_all(ctx, images, Mode::eval, {});
-  ctx.copy(nodes_.back().output.batch_slice(0, images.dim(0)), out);
+  ctx.copy(nodes_.back().eval_output.batch_slice(0, images.dim(0)), out);
   return out;
 }
 

@@ -2,8 +2,13 @@
 // Graph: the Model made of layers. Nodes are kept in the order they were
 // added, which must be topological (each input is "input" or an earlier
 // node); the last node's output is the logits [N, classes]. A residual block
-// is an `add` node with two inputs. The graph owns one output buffer and one
-// gradient buffer per node, sized for the largest batch seen so far.
+// is an `add` node with two inputs. The graph's outputs and gradients lie in
+// one activation buffer, sized for the largest batch seen so far, at the
+// offsets of its memory plan (layers/memory_plan.h): values whose lifetimes
+// do not overlap share bytes, flatten's output and add's and flatten's
+// written input gradients alias their sources. LOCKSTEP_MEMORY_PLAN=off (or
+// set_memory_planning(false)) gives every output and gradient a buffer of
+// its own instead, the layout before the plan, for comparison.
 //
 // Precision bf16 (ContextOptions::precision, the CPU backend) is mixed
 // precision as PyTorch AMP does it: the graph rounds to bf16 what a GPU
@@ -21,6 +26,7 @@
 
 #include "runtime/model.h"
 #include "layers/layer.h"
+#include "layers/memory_plan.h"
 
 namespace lockstep {
 
@@ -63,6 +69,22 @@ public:
   const Shape& node_output_shape(size_t i) const { return nodes_[i].out_shape; }
   const std::vector<int>& node_inputs(size_t i) const { return nodes_[i].inputs; }
 
+  // Memory planning on (the default, unless LOCKSTEP_MEMORY_PLAN=off) or
+  // off; a change takes effect at the next step, which lays the buffer out again.
+  void set_memory_planning(bool on);
+  bool memory_planning() const { return planning_; }
+  // The nodes as the memory plan sees them, and the plan at `batch` samples
+  // (computed: nothing is allocated, the graph need not be finalised).
+  std::vector<PlanNode> plan_nodes() const;
+  MemoryPlan memory_plan(int64_t batch, PlanKind kind, bool share) const;
+  // Bytes of a training step's outputs and gradients at `batch` (fp32):
+  // planned, and with one output and one gradient buffer per node.
+  int64_t activation_bytes(int64_t batch) const;
+  int64_t unplanned_activation_bytes(int64_t batch) const;
+  // The activation buffer allocated now (training's and evaluation's plans
+  // share it), 0 before the first step.
+  int64_t allocated_activation_bytes() const { return activations_.defined() ? activations_.bytes() : 0; }
+
 private:
   struct Node {
     std::string name;
@@ -71,12 +93,14 @@ private:
     Shape out_shape;          // per sample
     int64_t first_param_offset = -1;
     size_t param_begin = 0, param_end = 0;  // the node's entries in the parameter arenas
-    Tensor output, grad;      // [capacity, ...out_shape]
+    // [capacity, ...out_shape] views into activations_: the training plan's
+    // output and gradient, and the evaluation plan's output.
+    Tensor output, grad, eval_output;
   };
 
   const Node& checked_input_node(int index) const;
   void ensure_capacity(int64_t batch);
-  std::vector<Tensor> gather_inputs(const Node& node, const Tensor& images, int64_t batch) const;
+  std::vector<Tensor> gather_inputs(const Node& node, const Tensor& images, int64_t batch, Mode mode) const;
   // Returns the images the nodes read: `images`, or in precision bf16 a copy
   // rounded to bf16.
   Tensor forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step);
@@ -94,6 +118,9 @@ private:
   std::vector<ParamEntry> state_entries_;
   int64_t capacity_ = 0;
   Tensor input_bf16_;  // precision bf16: the images rounded to bf16, [capacity, ...input]
+  bool planning_ = true;
+  bool layout_stale_ = false;  // planning switched since the buffer was laid out
+  Tensor activations_;
 };
 
 }  // namespace lockstep

@@ -8,4 +8,8 @@ std::string describe(const Layer& layer, const std::vector<Shape>& inputs) {
   return s + "): ";
 }
 
+bool same_buffer(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.device() == b.device() && a.raw() == b.raw() && a.numel() == b.numel();
+}
+
 }  // namespace lockstep

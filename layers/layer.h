@@ -57,10 +57,30 @@ public:
   // Batch-norm layers expose their statistics to the replica manager.
   virtual BatchNormState* batch_norm_state() { return nullptr; }
 
+  // What backward reads besides output_grad, for the graph's memory plan
+  // (layers/memory_plan.h): a value no later pass reads may have its bytes
+  // given to another value once the forward is done with it. The default,
+  // everything, is always safe; a layer that says false must not read that
+  // tensor's contents in backward (it still gets a view of the right shape).
+  virtual bool backward_reads_input(size_t /*i*/) const { return true; }
+  virtual bool backward_reads_output() const { return true; }
+  // The output equals inputs[0] element for element (flatten): the plan may
+  // make the output a view of the input's buffer, and forward, seeing both
+  // at one address (same_buffer), then copies nothing.
+  virtual bool output_may_alias_input() const { return false; }
+  // Every input's gradient equals output_grad (add, flatten): the plan may
+  // give an input gradient that backward writes (GradMode::write, never add)
+  // the output gradient's buffer, and backward then skips that copy.
+  virtual bool input_grad_may_alias_output_grad() const { return false; }
+
   std::string name;  // set by the graph; used in error messages
 };
 
 // "conv2d 'stem' (input [3, 5, 5]): " — the prefix of a layer's error messages.
 std::string describe(const Layer& layer, const std::vector<Shape>& inputs);
+
+// True when a and b are the same elements of the same memory (an aliased
+// output or gradient the memory plan gave its source's buffer).
+bool same_buffer(const Tensor& a, const Tensor& b);
 
 }  // namespace lockstep

@@ -13,6 +13,8 @@ public:
                const StepInfo& step) override;
   void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+  // Backward masks by the output, never the input.
+  bool backward_reads_input(size_t) const override { return false; }
 };
 
 }  // namespace lockstep

@@ -26,8 +26,13 @@ SuiteResult run_roofline(const Options& given) {
   // PyTorch's default on a GPU (cuDNN convolutions in TF32) unless told.
   const std::string prec = o.precision.empty() && !o.tf32 ? "tf32" : precision(o);
   const GpuPeaks& gpu = gpu_peaks(o.gpu);
-  const StepCost cost =
-      step_cost(*build_model(o.model, parse_shape(o.input), o.classes), precision_cost_options(prec, o.batch));
+  const std::unique_ptr<Graph> graph = build_model(o.model, parse_shape(o.input), o.classes);
+  const StepCost cost = step_cost(*graph, precision_cost_options(prec, o.batch));
+  // The training step's outputs and gradients (fp32 tensors in every mode),
+  // from the graph's memory plan and as one buffer per node; computed, not allocated.
+  const int64_t planned_bytes = graph->activation_bytes(o.batch);
+  const int64_t unplanned_bytes = graph->unplanned_activation_bytes(o.batch);
+  const int64_t eval_bytes = graph->memory_plan(o.batch, PlanKind::eval, true).bytes();
 
   SuiteResult result;
   result.kind = "bound";
@@ -86,6 +91,9 @@ SuiteResult run_roofline(const Options& given) {
   result.settings["images_per_second_at_most"] = static_cast<double>(o.batch) / total_bound;
   result.settings["step_flops"] = flops;
   result.settings["step_bytes"] = bytes;
+  result.settings["activation_bytes_planned"] = planned_bytes;
+  result.settings["activation_bytes_one_per_node"] = unplanned_bytes;
+  result.settings["activation_bytes_evaluation"] = eval_bytes;
 
   result.notes.push_back(fmt("BOUND, not a measurement: a %s training step at batch %lld cannot take less than %.3f ms "
                              "on an %s (at most %.0f images/s); the sum over layers of max(FLOPs / peak, bytes / "
@@ -107,6 +115,13 @@ SuiteResult run_roofline(const Options& given) {
                              "weights and gradients %d, master weights and momentum 4; the update reads weight, "
                              "gradient, momentum and writes weight, momentum%s",
                              prec == "bf16" ? 2 : 4, prec == "bf16" ? 2 : 4, prec == "bf16" ? " and the bf16 copy" : ""));
+  result.notes.push_back(fmt("activation memory of the training step (fp32 outputs and gradients, computed from "
+                             "the graph's memory plan, not measured): %.1f MiB planned (LOCKSTEP_MEMORY_PLAN=on, "
+                             "the default), %.1f MiB with one output and one gradient buffer per node (=off), %.2fx "
+                             "less; an evaluation forward at this batch plans %.1f MiB",
+                             planned_bytes / 1048576.0, unplanned_bytes / 1048576.0,
+                             static_cast<double>(unplanned_bytes) / static_cast<double>(planned_bytes),
+                             eval_bytes / 1048576.0));
   result.notes.push_back("peaks: " + gpu.name + ", " + gpu.source + "; one GPU, no all-reduce, no host time");
   note_unused(o, {"--steps", "--warmup", "--batches", "--epochs"}, result);
 

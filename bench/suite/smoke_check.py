@@ -185,6 +185,10 @@ def check_roofline(doc, stdout):
         fail("roofline: the total %r is not the sum of the rows %r" % (s["bound_seconds"], total))
     if not any(r["matrix"] for r in doc["rows"]) or doc["rows"][-1]["type"] != "sgd":
         fail("roofline: no convolution rows, or the update is not the last row")
+    planned, own = s["activation_bytes_planned"], s["activation_bytes_one_per_node"]
+    if not 0 < planned < own or "activation memory of the training step" not in stdout:
+        fail("roofline: the planned activation memory %r is not below one buffer per node %r, or not printed"
+             % (planned, own), stdout)
 
 
 CHECKS = {

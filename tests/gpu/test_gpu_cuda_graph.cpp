@@ -34,12 +34,12 @@ struct Outcome {
 // replay), the partial 5 (eager), then 6 three times (eager, capture, replay).
 const std::vector<int64_t> kCounts = {6, 6, 6, 6, 5, 6, 6, 6};
 
-Outcome train(const std::string& name, const Shape& sample, int devices, bool graphs) {
+Outcome train(const std::string& name, const Shape& sample, int devices, bool graphs, bool memory_plan = true) {
   ReplicaOptions options;
   options.bucket_bytes = 1024;  // several buckets, so several all-reduces in the graph
   options.seed = 17;
   options.cuda_graphs = graphs;
-  ReplicaManager manager(named_model(name, sample, ModelOptions{.dropout = true}, 5),
+  ReplicaManager manager(with_memory_planning(named_model(name, sample, ModelOptions{.dropout = true}, 5), memory_plan),
                          cuda_devices(devices), options);
   std::vector<HostBatch> batches;
   for (int64_t count : kCounts) batches.push_back(pinned_batch(count, sample, 60 + batches.size()));
@@ -98,4 +98,20 @@ TEST_CASE("replicas replaying steps from a CUDA graph train as eager replicas, b
 TEST_CASE("resnet18 replicas replaying a step from a CUDA graph", "[gpu][replica][cuda-graph]") {
   // Small images: what is launched per step does not depend on their size.
   check_graph_equals_eager("resnet18", Shape{3, 8, 8}, 1);
+}
+
+TEST_CASE("a CUDA-graph step on the memory plan trains as an eager step with a buffer per value, bit for bit",
+          "[gpu][replica][cuda-graph][memory-plan]") {
+  // The replay reads and writes the plan's shared buffer at the addresses of
+  // its capture; a partial batch in between runs at the same offsets.
+  const int most = std::min(cuda_device_count(), 2);
+  for (int devices = 1; devices <= most; ++devices)
+    for (const char* name : {"simple-cnn", "resnet20"}) {
+      const Shape sample = std::string(name) == "resnet20" ? Shape{3, 8, 8} : Shape{1, 12, 12};
+      INFO(name << " on " << devices << " device(s)");
+      Outcome planned_graph = train(name, sample, devices, true, true);
+      Outcome unplanned_eager = train(name, sample, devices, false, false);
+      check_same_outcome(planned_graph.run, unplanned_eager.run);
+      CHECK(planned_graph.times.graph_steps == 5);
+    }
 }

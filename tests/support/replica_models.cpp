@@ -84,4 +84,12 @@ ModelFactory named_model(const std::string& name, const Shape& sample, ModelOpti
   };
 }
 
+ModelFactory with_memory_planning(ModelFactory make, bool on) {
+  return [make = std::move(make), on](Device device) {
+    std::unique_ptr<Model> m = make(device);
+    dynamic_cast<Graph&>(*m).set_memory_planning(on);
+    return m;
+  };
+}
+
 }  // namespace lockstep::testing

@@ -29,5 +29,7 @@ std::vector<Device> cuda_devices(int devices);
 // Builds model `name` (build_model, 10 classes) for samples of `sample`,
 // initialised from `init_seed`, on the device it is given.
 ModelFactory named_model(const std::string& name, const Shape& sample, ModelOptions options, uint64_t init_seed);
+// `make`'s graphs with the memory plan on or off (Graph::set_memory_planning).
+ModelFactory with_memory_planning(ModelFactory make, bool on);
 
 }  // namespace lockstep::testing

@@ -5,8 +5,10 @@
 // On a GPU PyTorch runs with cuDNN benchmark mode, with and without
 // channels_last (bf16: AMP and channels_last), then through torch.compile
 // where the installed torch has it; on the CPU both sides get the same
-// number of threads. --precision bf16 has no lockstep row: lockstep has no
-// bf16 mode yet, and its fp32 step is not put in that row's place. On a GPU
+// number of threads. --precision bf16 has no lockstep row on a GPU: lockstep's
+// bf16 mode runs on the CPU backend only in this build (its CPU rows round to
+// bf16 in fp32 storage, a reference, not a speed mode), and its fp32 step is
+// not put in that row's place. On a GPU
 // every measured step is also given over the roofline bound (gpu_peaks.h).
 #include <cmath>
 #include <cstdio>
@@ -74,14 +76,15 @@ SuiteResult run_peers(const Options& given) {
   Series bars{"images/s", {}, {}};
   for (const Device& device : targets) {
     const std::string ours_settings = device.is_cpu()
-                                          ? fmt("%d compute threads, fp32", threads)
+                                          ? fmt("%d compute threads, %s", threads,
+                                                bf16 ? "bf16 rounded in fp32 storage" : "fp32")
                                           : (prec == "tf32" ? "NCHW, TF32 allowed" : "NCHW, FP32");
     double ours_ips = NAN;
     int64_t ours_params = -1;
-    if (bf16) {
+    if (bf16 && device.is_cuda()) {
       // Not measured: lockstep's fp32 step is not what was asked for.
-      const std::string why = "not implemented: lockstep has no bf16 mode yet (issue 14, item 1); no row is "
-                              "measured in its place";
+      const std::string why = "not implemented on a GPU yet: lockstep's bf16 mode runs on the CPU backend only "
+                              "(issue 14); no row is measured in its place";
       result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"precision", prec},
                              {"not_implemented", why}});
       result.table.add({device.str(), "lockstep", "bf16", "", "", why, "", ""});
@@ -183,8 +186,9 @@ SuiteResult run_peers(const Options& given) {
   result.notes.push_back("lockstep / PyTorch: our images/s over PyTorch's (above 1: lockstep is faster); a step is "
                          "forward, loss, backward and the SGD-momentum update (weight decay on conv/linear weights)");
   if (std::any_of(targets.begin(), targets.end(), [](const Device& d) { return d.is_cpu(); }))
-    result.notes.push_back(fmt("CPU threads: %d on each side: lockstep's OpenBLAS pool (its other CPU loops are "
-                               "single-threaded) and PyTorch's torch.set_num_threads (intra-op pool, BLAS and oneDNN)",
+    result.notes.push_back(fmt("CPU threads: %d on each side: lockstep's compute pool (oneDNN's OpenMP team where "
+                               "lockstep is built with oneDNN) and PyTorch's torch.set_num_threads (intra-op pool, BLAS "
+                               "and oneDNN)",
                                threads));
   if (gpu)
     result.notes.push_back("step / bound: the measured median step over the roofline bound of this model, batch and "
@@ -193,8 +197,10 @@ SuiteResult run_peers(const Options& given) {
   else
     result.notes.push_back("step / bound: not applicable on the CPU (the roofline bound is drawn for GPUs)");
   if (bf16)
-    result.notes.push_back("bf16: lockstep has no bf16 mode yet (issue 14, item 1), so it has no row and there is "
-                           "no ratio; PyTorch runs AMP (autocast bfloat16, no loss scaling) with channels_last");
+    result.notes.push_back("bf16: PyTorch runs AMP (autocast bfloat16, no loss scaling) with channels_last; lockstep's "
+                           "bf16 mode runs on the CPU backend only (rounding to bf16 where a GPU would store it, in "
+                           "fp32 storage: a reference for the GPU path, not a speed mode), so a GPU has no lockstep "
+                           "bf16 row and no ratio");
   if (!gpu)
     result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows (cuDNN benchmark, channels_last): no GPU on this machine"
                                                       : "GPU rows: --devices selects no GPU");

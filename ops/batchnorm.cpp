@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "kernels/bn_math.h"
 #include "ops/checks.h"
+#include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "kernels/cpu/batchnorm_cpu.h"
 
@@ -39,31 +40,36 @@ void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, con
   check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
   check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
+  const MemoryFormat format = check_format(op, x, {&y, shortcut});
   dispatch(
       op, ctx,
       [&] {
-        cpu::batchnorm_batch_stats(x.data(), n, c, spatial, eps, saved_mean.data(), batch_var.data(),
+        CpuNchw nchw;
+        const float* xs = nchw.in(x);
+        float* ys = nchw.out(y, false);
+        cpu::batchnorm_batch_stats(xs, n, c, spatial, eps, saved_mean.data(), batch_var.data(),
                                    saved_inv_std.data());
         std::copy_n(saved_mean.data(), c, batch_mean.data());
         if (shortcut)
-          cpu::batchnorm_add_relu_normalize(x.data(), shortcut->data(), n, c, spatial, saved_mean.data(),
-                                            saved_inv_std.data(), gamma.data(), beta.data(), y.data());
+          cpu::batchnorm_add_relu_normalize(xs, nchw.in(*shortcut), n, c, spatial, saved_mean.data(),
+                                            saved_inv_std.data(), gamma.data(), beta.data(), ys);
         else
           (relu ? cpu::batchnorm_relu_normalize : cpu::batchnorm_normalize)(
-              x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(), y.data());
+              xs, n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(), ys);
+        nchw.finish();
       },
       LS_CUDA_TWIN(gpu, {
         void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
         cuda::batchnorm_statistics(gpu.compute_stream, x.data(), n, c, spatial, eps, batch_mean.data(),
-                                   batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch);
+                                   batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch, format);
         if (shortcut)
           cuda::batchnorm_add_relu_normalize(gpu.compute_stream, x.data(), shortcut->data(), n, c, spatial,
                                              saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(),
-                                             y.data());
+                                             y.data(), format);
         else
           (relu ? cuda::batchnorm_relu_normalize : cuda::batchnorm_normalize)(
               gpu.compute_stream, x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-              beta.data(), y.data());
+              beta.data(), y.data(), format);
       }));
 }
 
@@ -95,21 +101,24 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
   check_shape_and_device(op, ctx, "gamma gradient", dgamma, Shape{c});
   check_shape_and_device(op, ctx, "beta gradient", dbeta, Shape{c});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
+  const MemoryFormat format = check_format(op, x, {y, &dy, dx, ds});
   float* input_grad = dx ? dx->data() : nullptr;
   dispatch(op, ctx,
            [&] {
+             CpuNchw nchw;
+             const float *xs = nchw.in(x), *dys = nchw.in(dy), *ys = y ? nchw.in(*y) : nullptr;
+             float* dxs = nchw.out(dx, accumulate);
              if (shortcut.joined)
-               cpu::batchnorm_add_relu_backward(x.data(), y->data(), dy.data(), n, c, spatial, saved_mean.data(),
-                                                saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(),
-                                                input_grad, accumulate, ds ? ds->data() : nullptr,
-                                                shortcut.accumulate);
+               cpu::batchnorm_add_relu_backward(xs, ys, dys, n, c, spatial, saved_mean.data(), saved_inv_std.data(),
+                                                gamma.data(), dgamma.data(), dbeta.data(), dxs, accumulate,
+                                                nchw.out(ds, shortcut.accumulate), shortcut.accumulate);
              else if (y)
-               cpu::batchnorm_relu_backward(x.data(), y->data(), dy.data(), n, c, spatial, saved_mean.data(),
-                                            saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(),
-                                            input_grad, accumulate);
+               cpu::batchnorm_relu_backward(xs, ys, dys, n, c, spatial, saved_mean.data(), saved_inv_std.data(),
+                                            gamma.data(), dgamma.data(), dbeta.data(), dxs, accumulate);
              else
-               cpu::batchnorm_backward(x.data(), dy.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(),
-                                       gamma.data(), dgamma.data(), dbeta.data(), input_grad, accumulate);
+               cpu::batchnorm_backward(xs, dys, n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+                                       dgamma.data(), dbeta.data(), dxs, accumulate);
+             nchw.finish();
            },
            LS_CUDA_TWIN(gpu, {
              void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
@@ -117,15 +126,15 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
                cuda::batchnorm_add_relu_backward(gpu.compute_stream, x.data(), y->data(), dy.data(), n, c, spatial,
                                                  saved_mean.data(), saved_inv_std.data(), gamma.data(),
                                                  dgamma.data(), dbeta.data(), input_grad, accumulate,
-                                                 ds ? ds->data() : nullptr, shortcut.accumulate, scratch);
+                                                 ds ? ds->data() : nullptr, shortcut.accumulate, scratch, format);
              else if (y)
                cuda::batchnorm_relu_backward(gpu.compute_stream, x.data(), y->data(), dy.data(), n, c, spatial,
                                              saved_mean.data(), saved_inv_std.data(), gamma.data(), dgamma.data(),
-                                             dbeta.data(), input_grad, accumulate, scratch);
+                                             dbeta.data(), input_grad, accumulate, scratch, format);
              else
                cuda::batchnorm_backward(gpu.compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
                                         saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(), input_grad,
-                                        accumulate, scratch);
+                                        accumulate, scratch, format);
            }));
 }
 
@@ -155,14 +164,17 @@ void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, 
   check_shape_and_device(op, ctx, "running mean", running_mean, Shape{c});
   check_shape_and_device(op, ctx, "running variance", running_var, Shape{c});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
+  const MemoryFormat format = check_format(op, x, {&y});
   dispatch(op, ctx,
            [&] {
-             cpu::batchnorm_forward_eval(x.data(), n, c, spatial, running_mean.data(), running_var.data(), eps,
-                                         gamma.data(), beta.data(), y.data());
+             CpuNchw nchw;
+             cpu::batchnorm_forward_eval(nchw.in(x), n, c, spatial, running_mean.data(), running_var.data(), eps,
+                                         gamma.data(), beta.data(), nchw.out(y, false));
+             nchw.finish();
            },
            LS_CUDA_TWIN(gpu, {
              cuda::batchnorm_forward_eval(gpu.compute_stream, x.data(), n, c, spatial, running_mean.data(),
-                                          running_var.data(), eps, gamma.data(), beta.data(), y.data());
+                                          running_var.data(), eps, gamma.data(), beta.data(), y.data(), format);
            }));
 }
 

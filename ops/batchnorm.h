@@ -1,6 +1,8 @@
 #pragma once
 // 2-D batch normalisation on tensors of one device (images [N, C, H, W], every
-// per-channel tensor [C]), dispatched by the context's device; and the
+// per-channel tensor [C]), dispatched by the context's device; the images of
+// one call all NCHW or all NHWC (kernels/memory_format.h; the CPU computes
+// NHWC on NCHW copies, ops/cpu_nchw.h); and the
 // running-statistics update and exact statistics combination that the replica
 // manager applies after each step.
 #include <cstdint>

@@ -27,6 +27,9 @@ float* grad_means_of(Tensor& buffer, int64_t channels) {
 int64_t check_synced(const char* op, Context& ctx, ReplicaGroup& group, const Tensor& x, Tensor& sync_buffer) {
   LS_CHECK(x.shape().rank() == 4, op, ": input must be [N, C, H, W], got ", x.shape().str());
   LS_CHECK(x.device() == ctx.device(), op, ": input on ", x.device().str(), ", context on ", ctx.device().str());
+  // Its kernels take the format (kernels/cuda/batchnorm_cuda.h), but this op
+  // is not wired for it yet: refuse rather than read NHWC as NCHW.
+  LS_CHECK(x.format() == MemoryFormat::nchw, op, ": NHWC input is not supported yet by synchronised batch norm");
   LS_CHECK(group.size() >= 1, op, ": a replica group of ", group.size());
   const int64_t c = x.dim(1);
   check_device(op, ctx, {&sync_buffer});

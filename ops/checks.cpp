@@ -35,7 +35,18 @@ void check_same(const char* op, Context& ctx, const Tensor& expected, std::initi
   for (const Tensor* t : others)
     LS_CHECK(t->numel() == expected.numel(), op, ": shapes ", expected.shape().str(), " and ", t->shape().str(),
              " differ");
+  // Element-wise ops pair elements by position, so the operands must lie alike.
+  for (const Tensor* t : others)
+    LS_CHECK(t->format() == expected.format(), op, ": memory formats ", memory_format_name(expected.format()),
+             " and ", memory_format_name(t->format()), " differ (convert with ops::convert_format)");
   check_device(op, ctx, others);
+}
+
+MemoryFormat check_format(const char* op, const Tensor& first, std::initializer_list<const Tensor*> others) {
+  for (const Tensor* t : others)
+    LS_CHECK(!t || t->format() == first.format(), op, ": memory formats ", memory_format_name(first.format()),
+             " and ", memory_format_name(t->format()), " mixed (every image tensor of the op must lie alike)");
+  return first.format();
 }
 
 }  // namespace lockstep::ops

@@ -18,7 +18,11 @@ void check_shape_and_device(const char* op, Context& ctx, const char* what, cons
 void check_tensor(const char* op, Context& ctx, const char* what, const Tensor& t);
 // check_tensor, and `t` is a matrix.
 void check_matrix(const char* op, Context& ctx, const char* what, const Tensor& t);
-// Every tensor has `expected`'s element count, and all live on ctx's device.
+// Every tensor has `expected`'s element count and memory format, and all live
+// on ctx's device.
 void check_same(const char* op, Context& ctx, const Tensor& expected, std::initializer_list<const Tensor*> others);
+// Every image tensor of an op lies alike: each of `others` (null ones skipped)
+// has `first`'s memory format, which is returned.
+MemoryFormat check_format(const char* op, const Tensor& first, std::initializer_list<const Tensor*> others);
 
 }  // namespace lockstep::ops

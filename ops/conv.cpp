@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "ops/checks.h"
+#include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "kernels/cpu/conv_cpu.h"
 #include "kernels/cpu/tensor_ops_cpu.h"
@@ -53,6 +54,15 @@ bool cpu_conv_on_dnnl() {
 #endif
 }
 
+// The formats of the images (x, y and their gradients, which must agree) and
+// of the filter (either: cuDNN takes an NCHW filter with NHWC images too).
+#if LOCKSTEP_WITH_CUDA
+cuda::ConvFormats conv_formats(const char* op, const Tensor& image, std::initializer_list<const Tensor*> others,
+                               const Tensor& filter) {
+  return {check_format(op, image, others), filter.format()};
+}
+#endif
+
 }  // namespace
 
 ConvGeometry conv2d_geometry(const char* op, const Shape& x, const Shape& w, int stride, int padding) {
@@ -82,14 +92,21 @@ void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
              w.shape().str());
   }
   const float* b = bias ? bias->data() : nullptr;
+  check_format(op, x, {&y});
   dispatch(op, ctx,
            [&] {
+             CpuNchw c;
+             const float *xs = c.in(x), *ws = c.in(w);
+             float* ys = c.out(y, false);
              if (cpu_conv_on_dnnl())
-               LS_DNNL(cpu::dnnl_conv2d_forward(g, x.data(), w.data(), b, y.data()));
+               LS_DNNL(cpu::dnnl_conv2d_forward(g, xs, ws, b, ys));
              else
-               cpu::conv2d_forward(g, x.data(), w.data(), b, y.data(), column_buffer(ctx, g));
+               cpu::conv2d_forward(g, xs, ws, b, ys, column_buffer(ctx, g));
+             c.finish();
            },
-           LS_CUDA_TWIN(gpu, { cuda::conv2d_forward(gpu, g, x.data(), w.data(), b, y.data()); }));
+           LS_CUDA_TWIN(gpu, {
+             cuda::conv2d_forward(gpu, g, x.data(), w.data(), b, y.data(), conv_formats(op, x, {&y}, w));
+           }));
 }
 
 void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, int stride, int padding,
@@ -100,14 +117,22 @@ void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tenso
   check_tensor(op, ctx, "input gradient", dx);
   ConvGeometry g = conv2d_geometry(op, dx.shape(), w.shape(), stride, padding);
   check_shape(op, "output gradient", dy, output_shape(g));
+  check_format(op, dy, {&dx});
   dispatch(op, ctx,
            [&] {
+             CpuNchw c;
+             const float *dys = c.in(dy), *ws = c.in(w);
+             float* dxs = c.out(dx, accumulate);
              if (cpu_conv_on_dnnl())
-               LS_DNNL(cpu::dnnl_conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate));
+               LS_DNNL(cpu::dnnl_conv2d_backward_data(g, dys, ws, dxs, accumulate));
              else
-               cpu::conv2d_backward_data(g, dy.data(), w.data(), dx.data(), accumulate, column_buffer(ctx, g));
+               cpu::conv2d_backward_data(g, dys, ws, dxs, accumulate, column_buffer(ctx, g));
+             c.finish();
            },
-           LS_CUDA_TWIN(gpu, { cuda::conv2d_backward_data(gpu, g, dy.data(), w.data(), dx.data(), accumulate); }));
+           LS_CUDA_TWIN(gpu, {
+             cuda::conv2d_backward_data(gpu, g, dy.data(), w.data(), dx.data(), accumulate,
+                                        conv_formats(op, dy, {&dx}, w));
+           }));
 }
 
 void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw, int stride, int padding) {
@@ -117,14 +142,21 @@ void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Ten
   check_tensor(op, ctx, "weight gradient", dw);
   ConvGeometry g = conv2d_geometry(op, x.shape(), dw.shape(), stride, padding);
   check_shape(op, "output gradient", dy, output_shape(g));
+  check_format(op, x, {&dy});
   dispatch(op, ctx,
            [&] {
+             CpuNchw c;
+             const float *xs = c.in(x), *dys = c.in(dy);
+             float* dws = c.out(dw, false);
              if (cpu_conv_on_dnnl())
-               LS_DNNL(cpu::dnnl_conv2d_backward_filter(g, x.data(), dy.data(), dw.data()));
+               LS_DNNL(cpu::dnnl_conv2d_backward_filter(g, xs, dys, dws));
              else
-               cpu::conv2d_backward_filter(g, x.data(), dy.data(), dw.data(), column_buffer(ctx, g));
+               cpu::conv2d_backward_filter(g, xs, dys, dws, column_buffer(ctx, g));
+             c.finish();
            },
-           LS_CUDA_TWIN(gpu, { cuda::conv2d_backward_filter(gpu, g, x.data(), dy.data(), dw.data()); }));
+           LS_CUDA_TWIN(gpu, {
+             cuda::conv2d_backward_filter(gpu, g, x.data(), dy.data(), dw.data(), conv_formats(op, x, {&dy}, dw));
+           }));
 }
 
 void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
@@ -135,10 +167,14 @@ void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
   LS_CHECK(db.shape() == Shape{dy.dim(1)}, op, ": bias gradient ", db.shape().str(), " for output gradient ",
            dy.shape().str());
   const int64_t n = dy.dim(0), channels = dy.dim(1), spatial = dy.dim(2) * dy.dim(3);
-  dispatch(op, ctx, [&] { cpu::channel_sums(dy.data(), n, channels, spatial, db.data()); },
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::channel_sums(c.in(dy), n, channels, spatial, db.data());
+           },
            LS_CUDA_TWIN(gpu, {
              void* scratch = ctx.workspace(cuda::channel_sums_scratch_bytes(n, channels, spatial));
-             cuda::channel_sums(gpu.compute_stream, dy.data(), n, channels, spatial, db.data(), scratch);
+             cuda::channel_sums(gpu.compute_stream, dy.data(), n, channels, spatial, db.data(), scratch, dy.format());
            }));
 }
 

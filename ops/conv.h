@@ -1,9 +1,12 @@
 #pragma once
-// 2-D convolution on NCHW tensors of one device (square kernel, stride, zero
+// 2-D convolution on tensors of one device (square kernel, stride, zero
 // padding), one function per cuDNN call it maps to: forward, backward data,
-// backward filter, backward bias. Layouts: x [N, C, H, W], w [O, C, K, K],
+// backward filter, backward bias. Shapes: x [N, C, H, W], w [O, C, K, K],
 // bias [O], y [N, O, OH, OW]. Each throws lockstep::Error naming the op and
-// the shapes when they do not fit.
+// the shapes when they do not fit. Memory formats (kernels/memory_format.h):
+// the images (x, y, dy, dx) all NCHW or all NHWC; the filter (w, dw) either,
+// independently (NHWC: [O, K, K, C], as PyTorch's channels_last weights).
+// The CPU computes NHWC on NCHW copies (ops/cpu_nchw.h).
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 #include "kernels/conv_geometry.h"

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "ops/checks.h"
+#include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "kernels/cpu/pool_cpu.h"
 
@@ -24,6 +25,7 @@ PoolGeometry checked_geometry(const char* op, Context& ctx, const Tensor& x, con
     check_shape(op, "input gradient", *dx, x.shape());
     check_device(op, ctx, {dy, dx});
   }
+  check_format(op, x, {&y, dy, dx});
   return pool_geometry(x.dim(0) * x.dim(1), x.dim(2), x.dim(3), window);
 }
 
@@ -39,34 +41,60 @@ Shape pool_output_shape(const char* op, const Shape& x_shape, const PoolWindow& 
 void max_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
   const char* op = "max_pool2d";
   PoolGeometry g = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
-  dispatch(op, ctx, [&] { cpu::max_pool2d_forward(x.data(), y.data(), g); },
-           LS_CUDA_TWIN(gpu, { cuda::pool2d_forward(gpu, g, PoolMode::max, x.data(), y.data()); }));
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::max_pool2d_forward(c.in(x), c.out(y, false), g);
+             c.finish();
+           },
+           LS_CUDA_TWIN(gpu, {
+             cuda::pool2d_forward(gpu, g, PoolMode::max, x.data(), y.data(), x.format(), x.dim(1));
+           }));
 }
 
 void max_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
   const char* op = "max_pool2d backward";
   PoolGeometry g = checked_geometry(op, ctx, x, y, &dy, &dx, window);
-  dispatch(op, ctx, [&] { cpu::max_pool2d_backward(x.data(), dy.data(), dx.data(), g, accumulate); },
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::max_pool2d_backward(c.in(x), c.in(dy), c.out(dx, accumulate), g, accumulate);
+             c.finish();
+           },
            LS_CUDA_TWIN(gpu, {
-             cuda::pool2d_backward(gpu, g, PoolMode::max, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+             cuda::pool2d_backward(gpu, g, PoolMode::max, x.data(), y.data(), dy.data(), dx.data(), accumulate,
+                                   x.format(), x.dim(1));
            }));
 }
 
 void avg_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
   const char* op = "avg_pool2d";
   PoolGeometry g = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
-  dispatch(op, ctx, [&] { cpu::avg_pool2d_forward(x.data(), y.data(), g); },
-           LS_CUDA_TWIN(gpu, { cuda::pool2d_forward(gpu, g, PoolMode::average, x.data(), y.data()); }));
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::avg_pool2d_forward(c.in(x), c.out(y, false), g);
+             c.finish();
+           },
+           LS_CUDA_TWIN(gpu, {
+             cuda::pool2d_forward(gpu, g, PoolMode::average, x.data(), y.data(), x.format(), x.dim(1));
+           }));
 }
 
 void avg_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
   const char* op = "avg_pool2d backward";
   PoolGeometry g = checked_geometry(op, ctx, x, y, &dy, &dx, window);
-  dispatch(op, ctx, [&] { cpu::avg_pool2d_backward(dy.data(), dx.data(), g, accumulate); },
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::avg_pool2d_backward(c.in(dy), c.out(dx, accumulate), g, accumulate);
+             c.finish();
+           },
            LS_CUDA_TWIN(gpu, {
-             cuda::pool2d_backward(gpu, g, PoolMode::average, x.data(), y.data(), dy.data(), dx.data(), accumulate);
+             cuda::pool2d_backward(gpu, g, PoolMode::average, x.data(), y.data(), dy.data(), dx.data(), accumulate,
+                                   x.format(), x.dim(1));
            }));
 }
 
@@ -77,8 +105,18 @@ void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
   check_shape(op, "output", y, Shape{x.dim(0), x.dim(1), 1, 1});
   check_device(op, ctx, {&x, &y});
   const int64_t planes = x.dim(0) * x.dim(1), pixels = x.dim(2) * x.dim(3);
-  dispatch(op, ctx, [&] { cpu::global_avg_pool_forward(x.data(), y.data(), planes, pixels); },
-           LS_CUDA_TWIN(gpu, { cuda::global_avg_pool_forward(gpu.compute_stream, x.data(), y.data(), planes, pixels); }));
+  // y [N, C, 1, 1] lies the same in either format, so only x's matters.
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::global_avg_pool_forward(c.in(x), y.data(), planes, pixels);
+           },
+           LS_CUDA_TWIN(gpu, {
+             if (x.format() == MemoryFormat::nhwc)
+               cuda::global_avg_pool_forward_nhwc(gpu.compute_stream, x.data(), y.data(), x.dim(0), x.dim(1), pixels);
+             else
+               cuda::global_avg_pool_forward(gpu.compute_stream, x.data(), y.data(), planes, pixels);
+           }));
 }
 
 void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
@@ -88,9 +126,18 @@ void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool a
   check_shape(op, "output gradient", dy, Shape{dx.dim(0), dx.dim(1), 1, 1});
   check_device(op, ctx, {&dy, &dx});
   const int64_t planes = dx.dim(0) * dx.dim(1), pixels = dx.dim(2) * dx.dim(3);
-  dispatch(op, ctx, [&] { cpu::global_avg_pool_backward(dy.data(), dx.data(), planes, pixels, accumulate); },
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::global_avg_pool_backward(dy.data(), c.out(dx, accumulate), planes, pixels, accumulate);
+             c.finish();
+           },
            LS_CUDA_TWIN(gpu, {
-             cuda::global_avg_pool_backward(gpu.compute_stream, dy.data(), dx.data(), planes, pixels, accumulate);
+             if (dx.format() == MemoryFormat::nhwc)
+               cuda::global_avg_pool_backward_nhwc(gpu.compute_stream, dy.data(), dx.data(), dx.dim(0), dx.dim(1),
+                                                   pixels, accumulate);
+             else
+               cuda::global_avg_pool_backward(gpu.compute_stream, dy.data(), dx.data(), planes, pixels, accumulate);
            }));
 }
 

@@ -89,8 +89,21 @@ uint16_t* Tensor::bf16_data() {
 }
 const uint16_t* Tensor::bf16_data() const { return const_cast<Tensor*>(this)->bf16_data(); }
 
+Tensor Tensor::with_format(MemoryFormat format) const {
+  LS_CHECK(format == MemoryFormat::nchw || shape_.rank() == 4, "a ", memory_format_name(format),
+           " tensor must be [N, C, H, W], got ", shape_.str());
+  Tensor t = *this;
+  t.format_ = format;
+  return t;
+}
+
 Tensor Tensor::view(int64_t offset, const Shape& shape) const {
   LS_CHECK(defined(), "view of an undefined tensor");
+  LS_CHECK(format_ == MemoryFormat::nchw ||
+               (shape.rank() == 4 && shape[1] == shape_[1] && shape[2] == shape_[2] && shape[3] == shape_[3] &&
+                (shape_.per_sample() == 0 || offset % shape_.per_sample() == 0)),
+           "view of ", shape.str(), " at element ", offset, " of the nhwc tensor ", shape_.str(),
+           ": only whole samples of an nhwc tensor can be viewed (convert it to nchw first)");
   LS_CHECK(offset >= 0 && (offset_ + offset + shape.numel()) * static_cast<int64_t>(dtype_size(dtype_)) <=
                               static_cast<int64_t>(storage_->bytes),
            "view of ", shape.str(), " at element ", offset, " runs past the storage of ", shape_.str());
@@ -114,6 +127,9 @@ Tensor Tensor::batch_slice(int64_t start, int64_t count) const {
 void Tensor::copy_from(const Tensor& src) {
   LS_CHECK(src.numel() == numel() && src.dtype_ == dtype_, "copy of ", src.shape_.str(), " ",
            dtype_name(src.dtype_), " into ", shape_.str(), " ", dtype_name(dtype_));
+  LS_CHECK(src.format_ == format_, "copy of an ", memory_format_name(src.format_), " tensor ", src.shape_.str(),
+           " into an ", memory_format_name(format_), " one: copies keep the memory format; convert with "
+           "ops::convert_format");
   copy_bytes(raw(), device_, src.raw(), src.device_, bytes());
 }
 
@@ -122,7 +138,7 @@ void Tensor::zero() {
 }
 
 Tensor Tensor::to(Device device) const {
-  Tensor t = empty(shape_, device, dtype_);
+  Tensor t = empty(shape_, device, dtype_).with_format(format_);
   t.copy_from(*this);
   return t;
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/memory_format.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/shape.h"
@@ -47,6 +48,12 @@ public:
   int64_t numel() const { return shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   int64_t dim(int axis) const { return shape_[axis]; }
+  // How the elements lie (kernels/memory_format.h); nchw unless relabelled.
+  MemoryFormat format() const { return format_; }
+  // The same storage relabelled as `format` (no data moves): for a tensor
+  // just allocated, or one whose elements are known to lie that way. nhwc
+  // needs a rank-4 shape. ops::convert_format moves the data.
+  Tensor with_format(MemoryFormat format) const;
 
   float* data();
   const float* data() const;
@@ -56,17 +63,25 @@ public:
   const uint16_t* bf16_data() const;
   void* raw() const;
 
-  // A view of `shape` starting `offset` elements into this one.
+  // A view of `shape` starting `offset` elements into this one. An nhwc
+  // tensor's views keep the tag and must be whole samples of the same
+  // [C, H, W] (a sample is contiguous in nhwc too, so batch_slice works);
+  // any other view or reshape of it throws, since its elements would be
+  // read in the wrong order.
   Tensor view(int64_t offset, const Shape& shape) const;
   Tensor reshape(const Shape& shape) const;
   // Samples [start, start + count) of the leading axis.
   Tensor batch_slice(int64_t start, int64_t count) const;
 
-  // Copies every element from `src` (same element count and dtype, any device).
+  // Copies every element from `src` (same element count, dtype and memory
+  // format, any device). Between formats it throws rather than converting:
+  // a conversion is a kernel on a stream (ops::convert_format), not a copy.
   void copy_from(const Tensor& src);
   void zero();
   Tensor to(Device device) const;
-  std::vector<float> to_vector() const;  // f32, or bf16 widened to float (exactly)
+  // The elements in stored order (an nhwc tensor's channels innermost): f32,
+  // or bf16 widened to float (exactly).
+  std::vector<float> to_vector() const;
   std::vector<int32_t> to_label_vector() const;
 
 private:
@@ -75,6 +90,7 @@ private:
   Shape shape_;
   Device device_;
   DType dtype_ = DType::f32;
+  MemoryFormat format_ = MemoryFormat::nchw;
 };
 
 }  // namespace lockstep

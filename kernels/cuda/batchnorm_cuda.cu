@@ -5,7 +5,9 @@
 // 4x4 planes and no value needs an integer division; the block reduces in a
 // fixed order, and the runs' partial sums are added in run order by whoever
 // needs the total. Element-wise passes walk whole planes the same way, one
-// channel each.
+// channel each. NHWC (channels last): the same sums in the same order at
+// strided addresses, so the same bits as NCHW; element-wise passes walk the
+// flat order (channel_reduce.cuh, for_each_value).
 #include "kernels/cuda/batchnorm_cuda.h"
 
 #include <algorithm>
@@ -29,7 +31,7 @@ using namespace channel_reduce;
 // The value each channel's sums are shifted by (kernels/bn_math.h,
 // bn_shifted_moments): the channel's first value, of sample 0.
 __device__ __forceinline__ double channel_shift(const float* x, const Layout& l, int64_t c) {
-  return l.n * l.spatial > 0 ? static_cast<double>(x[c * l.spatial]) : 0.0;
+  return l.n * l.spatial > 0 ? static_cast<double>(x[value_offset(l, 0, c, 0)]) : 0.0;
 }
 
 // One pass over the input: each run's sums of d = x - shift and d * d.
@@ -62,20 +64,13 @@ __global__ void finish_statistics(const float* x, Layout l, const double* sums, 
   saved_inv_std[c] = bn_inv_std(var, eps);
 }
 
-// The channel of plane p (= sample * channels + channel); planes fit 32 bits.
-__device__ __forceinline__ uint32_t channel_of(int64_t plane, uint32_t channels) {
-  return static_cast<uint32_t>(plane) % channels;
-}
-
 // Relu: batch norm + ReLU fused, the output clamped at 0; a non-null
 // shortcut is added before the clamp (the residual join).
 template <bool Relu>
 __global__ void __launch_bounds__(kThreads)
     normalize(const float* x, const float* shortcut, float* y, Layout l, const float* mean, const float* inv_std,
               const float* gamma, const float* beta) {
-  const uint32_t channels = static_cast<uint32_t>(l.channels);
-  detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
-    const uint32_t c = channel_of(p, channels);
+  for_each_value(l, [&](uint32_t c, int64_t i) {
     float v = bn_normalize(x[i], mean[c], inv_std[c], gamma[c], beta[c]);
     if (shortcut) v += shortcut[i];
     y[i] = Relu ? relu_forward(v) : v;
@@ -91,9 +86,7 @@ template <bool Relu> __device__ __forceinline__ float grad_at(const float* dy, c
 __global__ void __launch_bounds__(kThreads)
     normalize_eval(const float* x, float* y, Layout l, const float* running_mean, const float* running_var, float eps,
                    const float* gamma, const float* beta) {
-  const uint32_t channels = static_cast<uint32_t>(l.channels);
-  detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
-    const uint32_t c = channel_of(p, channels);
+  for_each_value(l, [&](uint32_t c, int64_t i) {
     y[i] = bn_normalize(x[i], running_mean[c], bn_inv_std(running_var[c], eps), gamma[c], beta[c]);
   });
 }
@@ -152,9 +145,7 @@ template <bool Accumulate, bool Relu>
 __global__ void __launch_bounds__(kThreads)
     input_gradient(const float* x, const float* dy, const float* y, float* dx, Layout l, const float* mean,
                    const float* inv_std, const float* gamma, const float* mean_dy, const float* mean_dy_xhat) {
-  const uint32_t channels = static_cast<uint32_t>(l.channels);
-  detail::for_each_in_planes(l.n * l.channels, l.spatial, l.log2, [&](int64_t p, int64_t i) {
-    const uint32_t c = channel_of(p, channels);
+  for_each_value(l, [&](uint32_t c, int64_t i) {
     const float xhat = (x[i] - mean[c]) * inv_std[c];
     float g = Accumulate ? dx[i] : 0.0f;
     store_grad(g, bn_input_grad(grad_at<Relu>(dy, y, i), xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
@@ -185,15 +176,13 @@ Scratch carve(void* scratch, const Layout& l) {
   return {d, d + partials, f, f + l.channels};
 }
 
-unsigned plane_blocks(const Layout& l) { return detail::plane_grid(l.n * l.channels, l.log2); }
-
 template <bool Relu>
 void launch_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n, int64_t channels,
                       int64_t spatial, const float* mean, const float* inv_std, const float* gamma, const float* beta,
-                      float* y) {
+                      float* y, MemoryFormat format) {
   if (n * channels * spatial <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
-  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize<Relu>)(x, shortcut, y, l, mean, inv_std, gamma, beta);
+  Layout l = layout_for(n, channels, spatial, format);
+  LS_LAUNCH(value_blocks(l), kThreads, 0, stream, normalize<Relu>)(x, shortcut, y, l, mean, inv_std, gamma, beta);
   LS_CUDA_CHECK_LAUNCH("normalize");
 }
 
@@ -202,10 +191,10 @@ void launch_input_gradient(cudaStream_t stream, const Layout& l, const float* x,
                            const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
                            const float* mean_dy_xhat, float* dx, bool accumulate) {
   if (accumulate)
-    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<true, Relu>)(x, dy, y, dx, l, mean, inv_std, gamma,
+    LS_LAUNCH(value_blocks(l), kThreads, 0, stream, input_gradient<true, Relu>)(x, dy, y, dx, l, mean, inv_std, gamma,
                                                                            mean_dy, mean_dy_xhat);
   else
-    LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, input_gradient<false, Relu>)(x, dy, y, dx, l, mean, inv_std,
+    LS_LAUNCH(value_blocks(l), kThreads, 0, stream, input_gradient<false, Relu>)(x, dy, y, dx, l, mean, inv_std,
                                                                             gamma, mean_dy, mean_dy_xhat);
   LS_CUDA_CHECK_LAUNCH("input_gradient");
 }
@@ -216,10 +205,10 @@ void launch_input_gradient(cudaStream_t stream, const Layout& l, const float* x,
 template <bool Relu>
 void launch_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
                      int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
-                     float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch,
+                     float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch, MemoryFormat format,
                      Shortcut store = Shortcut::none, float* dshortcut = nullptr) {
   if (channels <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
+  Layout l = layout_for(n, channels, spatial, format);
   Scratch s = carve(scratch, l);
   if (store == Shortcut::write)
     LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::write>)(
@@ -252,9 +241,10 @@ size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
 }
 
 void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float eps,
-                          float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch) {
+                          float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
+                          MemoryFormat format) {
   if (channels <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
+  Layout l = layout_for(n, channels, spatial, format);
   Scratch s = carve(scratch, l);
   LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_shifted_moments)(x, l, s.first, s.second);
   LS_CUDA_CHECK_LAUNCH("run_shifted_moments");
@@ -265,69 +255,71 @@ void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_
 }
 
 void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
-  launch_normalize<false>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
+                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y,
+                         MemoryFormat format) {
+  launch_normalize<false>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
 void batchnorm_relu_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                               const float* mean, const float* inv_std, const float* gamma, const float* beta,
-                              float* y) {
-  launch_normalize<true>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
+                              float* y, MemoryFormat format) {
+  launch_normalize<true>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
 void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                              float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
-                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch) {
+                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
+                             MemoryFormat format) {
   batchnorm_statistics(stream, x, n, channels, spatial, eps, batch_mean, batch_var, saved_mean, saved_inv_std,
                        scratch);
-  batchnorm_normalize(stream, x, n, channels, spatial, saved_mean, saved_inv_std, gamma, beta, y);
+  batchnorm_normalize(stream, x, n, channels, spatial, saved_mean, saved_inv_std, gamma, beta, y, format);
 }
 
 void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                             const float* running_mean, const float* running_var, float eps, const float* gamma,
-                            const float* beta, float* y) {
+                            const float* beta, float* y, MemoryFormat format) {
   if (n * channels * spatial <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
-  LS_LAUNCH(plane_blocks(l), kThreads, 0, stream, normalize_eval)(x, y, l, running_mean, running_var, eps, gamma, beta);
+  Layout l = layout_for(n, channels, spatial, format);
+  LS_LAUNCH(value_blocks(l), kThreads, 0, stream, normalize_eval)(x, y, l, running_mean, running_var, eps, gamma, beta);
   LS_CUDA_CHECK_LAUNCH("normalize_eval");
 }
 
 void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                         int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
-                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch) {
+                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch, MemoryFormat format) {
   launch_backward<false>(stream, x, nullptr, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta,
-                         dx, accumulate, scratch);
+                         dx, accumulate, scratch, format);
 }
 
 void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
                              int64_t channels, int64_t spatial, const float* saved_mean, const float* saved_inv_std,
                              const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
-                             void* scratch) {
+                             void* scratch, MemoryFormat format) {
   launch_backward<true>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta, dx,
-                        accumulate, scratch);
+                        accumulate, scratch, format);
 }
 
 void batchnorm_add_relu_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n,
                                   int64_t channels, int64_t spatial, const float* mean, const float* inv_std,
-                                  const float* gamma, const float* beta, float* y) {
-  launch_normalize<true>(stream, x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y);
+                                  const float* gamma, const float* beta, float* y, MemoryFormat format) {
+  launch_normalize<true>(stream, x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
 void batchnorm_add_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
                                  int64_t channels, int64_t spatial, const float* saved_mean,
                                  const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta,
                                  float* dx, bool accumulate, float* dshortcut, bool accumulate_shortcut,
-                                 void* scratch) {
+                                 void* scratch, MemoryFormat format) {
   const Shortcut store = !dshortcut ? Shortcut::none : accumulate_shortcut ? Shortcut::add : Shortcut::write;
   launch_backward<true>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta, dx,
-                        accumulate, scratch, store, dshortcut);
+                        accumulate, scratch, format, store, dshortcut);
 }
 
 void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                              int64_t spatial, const float* mean, const float* inv_std, double* sum_dy,
-                             double* sum_dy_xhat, void* scratch) {
+                             double* sum_dy_xhat, void* scratch, MemoryFormat format) {
   if (channels <= 0) return;
-  Layout l = layout_for(n, channels, spatial);
+  Layout l = layout_for(n, channels, spatial, format);
   Scratch s = carve(scratch, l);
   LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<false>)(x, dy, nullptr, l, mean, inv_std, s.first,
                                                                          s.second, nullptr);
@@ -339,9 +331,11 @@ void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* d
 
 void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                               int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
-                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate) {
+                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate,
+                              MemoryFormat format) {
   if (n * channels * spatial <= 0) return;
-  launch_input_gradient<false>(stream, layout_for(n, channels, spatial), x, dy, nullptr, mean, inv_std, gamma, mean_dy,
+  launch_input_gradient<false>(stream, layout_for(n, channels, spatial, format), x, dy, nullptr, mean, inv_std, gamma,
+  mean_dy,
                                mean_dy_xhat, dx, accumulate);
 }
 

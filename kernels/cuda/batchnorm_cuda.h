@@ -10,10 +10,16 @@
 // Each channel's values are cut into `splits` runs of whole samples, one
 // block per (channel, run), whose partial sums the next kernel adds in run
 // order: enough blocks to fill the GPU even with few channels.
+//
+// `format` (last, NCHW unless given) is how x, y, dy, dx and the shortcut lie
+// (kernels/memory_format.h); the per-channel arrays are [channels] either
+// way. NHWC gives the same bits as NCHW (kernels/cuda/channel_reduce.cuh).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/memory_format.h"
 
 namespace lockstep::cuda {
 
@@ -26,36 +32,41 @@ size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial);
 // y = gamma * (x - mean) * inv_std + beta. An empty batch gives mean = var = 0.
 void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                              float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
-                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch);
+                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
+                             MemoryFormat format = MemoryFormat::nchw);
 
 // The two halves of batchnorm_forward_train, for synchronised batch norm,
 // which replaces the saved statistics by those of all replicas between them.
 void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float eps,
-                          float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch);
+                          float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
+                          MemoryFormat format = MemoryFormat::nchw);
 void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y);
+                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y,
+                         MemoryFormat format = MemoryFormat::nchw);
 
 // Inference with the running statistics.
 void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                             const float* running_mean, const float* running_var, float eps, const float* gamma,
-                            const float* beta, float* y);
+                            const float* beta, float* y, MemoryFormat format = MemoryFormat::nchw);
 
 // dgamma = sum(dy * xhat), dbeta = sum(dy) per channel (written); when dx is
 // not null, the batch-statistics input gradient written (or added when
 // `accumulate`).
 void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                         int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
-                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch);
+                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch,
+                        MemoryFormat format = MemoryFormat::nchw);
 
 // The halves of batchnorm_backward for synchronised batch norm: the
 // per-channel sums of dy and dy * xhat in double (scratch as for backward),
 // then the input gradient from mean(dy) and mean(dy * xhat) over all replicas.
 void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                              int64_t spatial, const float* mean, const float* inv_std, double* sum_dy,
-                             double* sum_dy_xhat, void* scratch);
+                             double* sum_dy_xhat, void* scratch, MemoryFormat format = MemoryFormat::nchw);
 void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
                               int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
-                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate);
+                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate,
+                              MemoryFormat format = MemoryFormat::nchw);
 
 // Batch norm followed by ReLU, fused, as kernels/cpu/batchnorm_cpu.h's twins:
 // y = max(gamma * (x - mean) * inv_std + beta, 0) in the one normalising pass
@@ -65,11 +76,11 @@ void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* 
 // intermediate gradient stored. Equal to the unfused sequence bit for bit.
 void batchnorm_relu_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
                               const float* mean, const float* inv_std, const float* gamma, const float* beta,
-                              float* y);
+                              float* y, MemoryFormat format = MemoryFormat::nchw);
 void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
                              int64_t channels, int64_t spatial, const float* saved_mean, const float* saved_inv_std,
                              const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
-                             void* scratch);
+                             void* scratch, MemoryFormat format = MemoryFormat::nchw);
 
 // Batch norm, residual add and ReLU fused, as kernels/cpu/batchnorm_cpu.h's
 // twins: y = max(bn(x) + shortcut, 0) in the normalising pass (after
@@ -79,12 +90,13 @@ void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y
 // was written. Equal to batch norm, add and ReLU unfused bit for bit.
 void batchnorm_add_relu_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n,
                                   int64_t channels, int64_t spatial, const float* mean, const float* inv_std,
-                                  const float* gamma, const float* beta, float* y);
+                                  const float* gamma, const float* beta, float* y,
+                                  MemoryFormat format = MemoryFormat::nchw);
 void batchnorm_add_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
                                  int64_t channels, int64_t spatial, const float* saved_mean,
                                  const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta,
                                  float* dx, bool accumulate, float* dshortcut, bool accumulate_shortcut,
-                                 void* scratch);
+                                 void* scratch, MemoryFormat format = MemoryFormat::nchw);
 
 // running = (1 - momentum) * running + momentum * value, for the mean and the
 // unbiased variance (bn_unbiased_var).

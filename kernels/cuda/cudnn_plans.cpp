@@ -189,28 +189,36 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
 
 }  // namespace
 
-TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w) {
+namespace {
+// cuDNN's name for a memory format (tensors and filters alike).
+cudnnTensorFormat_t cudnn_format(MemoryFormat format) {
+  return format == MemoryFormat::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+}  // namespace
+
+TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w, MemoryFormat format) {
   cudnnTensorDescriptor_t raw = nullptr;
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&raw));
   TensorDescriptor desc(raw);
-  LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(raw, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(n, "batch"),
+  LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(raw, cudnn_format(format), CUDNN_DATA_FLOAT, to_int(n, "batch"),
                                             to_int(c, "channels"), to_int(h, "height"), to_int(w, "width")));
   return desc;
 }
 
-ConvPlan& CudnnPlans::conv(const ConvGeometry& g) {
-  ConvKey key{g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding};
+ConvPlan& CudnnPlans::conv(const ConvGeometry& g, MemoryFormat format, MemoryFormat filter_format) {
+  ConvKey key{g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding, format,
+              filter_format};
   auto it = conv_.find(key);
   if (it != conv_.end()) return *it->second;
 
   auto plan = std::make_unique<ConvPlan>();
   plan->geometry = g;
-  plan->x = make_tensor_descriptor(g.batch, g.in_channels, g.in_h, g.in_w);
-  plan->y = make_tensor_descriptor(g.batch, g.out_channels, g.out_h, g.out_w);
+  plan->x = make_tensor_descriptor(g.batch, g.in_channels, g.in_h, g.in_w, format);
+  plan->y = make_tensor_descriptor(g.batch, g.out_channels, g.out_h, g.out_w, format);
   cudnnFilterDescriptor_t filter = nullptr;
   LS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter));
   plan->w = FilterDescriptor(filter);
-  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, CUDNN_DATA_FLOAT, cudnn_format(filter_format),
                                             to_int(g.out_channels, "output channels"),
                                             to_int(g.in_channels, "input channels"), to_int(g.kernel, "kernel"),
                                             to_int(g.kernel, "kernel")));
@@ -228,15 +236,21 @@ ConvPlan& CudnnPlans::conv(const ConvGeometry& g) {
   return ref;
 }
 
-PoolPlan& CudnnPlans::pool(const PoolGeometry& g, PoolMode mode) {
-  PoolKey key{g.planes, g.in_h, g.in_w, g.window.kernel, g.window.stride, g.window.padding, static_cast<int>(mode)};
+PoolPlan& CudnnPlans::pool(const PoolGeometry& g, PoolMode mode, MemoryFormat format, int64_t channels) {
+  LS_CHECK(format == MemoryFormat::nchw || (channels > 0 && g.planes % channels == 0), "NHWC pooling of ", g.planes,
+           " planes in ", channels, " channels");
+  if (format == MemoryFormat::nchw) channels = 1;  // the NCHW plan does not depend on it
+  PoolKey key{g.planes, g.in_h, g.in_w, g.window.kernel, g.window.stride, g.window.padding, static_cast<int>(mode),
+              format, channels};
   auto it = pool_.find(key);
   if (it != pool_.end()) return *it->second;
 
   auto plan = std::make_unique<PoolPlan>();
-  // Pooling treats every channel of every sample alike: one plane per "sample".
-  plan->x = make_tensor_descriptor(g.planes, 1, g.in_h, g.in_w);
-  plan->y = make_tensor_descriptor(g.planes, 1, g.out_h, g.out_w);
+  // Pooling treats every channel of every sample alike: in NCHW, one plane per
+  // "sample". NHWC interleaves the channels, so it needs the true [N, C].
+  const int64_t n = g.planes / channels;
+  plan->x = make_tensor_descriptor(n, channels, g.in_h, g.in_w, format);
+  plan->y = make_tensor_descriptor(n, channels, g.out_h, g.out_w, format);
   cudnnPoolingDescriptor_t pool = nullptr;
   LS_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool));
   plan->pool = PoolingDescriptor(pool);

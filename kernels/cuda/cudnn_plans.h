@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "kernels/conv_geometry.h"
+#include "kernels/memory_format.h"
 #include "kernels/pool_geometry.h"
 
 namespace lockstep {
@@ -63,8 +64,10 @@ using FilterDescriptor = CudnnDescriptor<cudnnFilterDescriptor_t, cudnnDestroyFi
 using ConvolutionDescriptor = CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 using PoolingDescriptor = CudnnDescriptor<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 
-// A packed NCHW float tensor descriptor.
-TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w);
+// A packed float tensor descriptor of logical [n, c, h, w], stored as `format`
+// (CUDNN_TENSOR_NCHW or CUDNN_TENSOR_NHWC).
+TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w,
+                                        MemoryFormat format = MemoryFormat::nchw);
 
 enum class ConvDirection { forward, backward_data, backward_filter };
 
@@ -79,8 +82,8 @@ struct ConvAlgorithm {
 
 struct ConvPlan {
   ConvGeometry geometry;
-  TensorDescriptor x, y;  // input [N, C, H, W] and output [N, O, OH, OW]
-  FilterDescriptor w;     // [O, C, K, K]
+  TensorDescriptor x, y;  // input [N, C, H, W] and output [N, O, OH, OW], in the plan's format
+  FilterDescriptor w;     // [O, C, K, K] as KCRS, or KRSC ([O, K, K, C]) for an NHWC filter
   // One convolution descriptor per direction: each carries the math type of
   // the algorithm chosen for that direction.
   ConvolutionDescriptor conv[3];
@@ -91,7 +94,9 @@ struct ConvPlan {
 };
 
 struct PoolPlan {
-  TensorDescriptor x, y;  // [planes, 1, H, W] and [planes, 1, OH, OW]
+  // NCHW: [planes, 1, H, W] and [planes, 1, OH, OW]; NHWC: [N, C, H, W] and
+  // [N, C, OH, OW] stored channels last (planes = N * C).
+  TensorDescriptor x, y;
   PoolingDescriptor pool;
 };
 
@@ -99,19 +104,26 @@ enum class PoolMode { max, average };
 
 class CudnnPlans {
 public:
-  // The plan for a convolution of this geometry (descriptors made on first use).
-  ConvPlan& conv(const ConvGeometry& g);
-  PoolPlan& pool(const PoolGeometry& g, PoolMode mode);
+  // The plan for a convolution of this geometry (descriptors made on first
+  // use), x and y stored as `format`, the filter as `filter_format`.
+  ConvPlan& conv(const ConvGeometry& g, MemoryFormat format = MemoryFormat::nchw,
+                 MemoryFormat filter_format = MemoryFormat::nchw);
+  // NHWC pooling needs the channel count (g.planes = N * channels).
+  PoolPlan& pool(const PoolGeometry& g, PoolMode mode, MemoryFormat format = MemoryFormat::nchw,
+                 int64_t channels = 1);
   size_t conv_plan_count() const { return conv_.size(); }
 
 private:
   struct ConvKey {
     int64_t batch, in_channels, in_h, in_w, out_channels, kernel, stride, padding;
+    MemoryFormat format, filter_format;
     auto operator<=>(const ConvKey&) const = default;
   };
   struct PoolKey {
     int64_t planes, in_h, in_w;
     int kernel, stride, padding, mode;
+    MemoryFormat format;
+    int64_t channels;
     auto operator<=>(const PoolKey&) const = default;
   };
   std::map<ConvKey, std::unique_ptr<ConvPlan>> conv_;

@@ -12,16 +12,17 @@ const float kOne = 1.0f;
 const float kZero = 0.0f;
 }  // namespace
 
-void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y) {
+void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y,
+                    MemoryFormat format, int64_t channels) {
   if (g.planes == 0) return;
-  PoolPlan& plan = state.plans->pool(g, mode);
+  PoolPlan& plan = state.plans->pool(g, mode, format, channels);
   LS_CUDNN_CHECK(cudnnPoolingForward(state.cudnn, plan.pool.get(), &kOne, plan.x.get(), x, &kZero, plan.y.get(), y));
 }
 
 void pool2d_backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, const float* y,
-                     const float* dy, float* dx, bool accumulate) {
+                     const float* dy, float* dx, bool accumulate, MemoryFormat format, int64_t channels) {
   if (g.planes == 0) return;
-  PoolPlan& plan = state.plans->pool(g, mode);
+  PoolPlan& plan = state.plans->pool(g, mode, format, channels);
   LS_CUDNN_CHECK(cudnnPoolingBackward(state.cudnn, plan.pool.get(), &kOne, plan.y.get(), y, plan.y.get(), dy,
                                       plan.x.get(), x, accumulate ? &kOne : &kZero, plan.x.get(), dx));
 }

@@ -1,6 +1,8 @@
 // Global average pooling: a warp per plane in forward (lanes stride over the
 // plane, then a fixed shuffle tree); in backward, groups of threads sized to
-// the plane walk whole planes.
+// the plane walk whole planes. NHWC (channels last): a thread per (sample,
+// channel) sums its pixels in order in forward, so a warp reads 32 adjacent
+// channels of a pixel at once; backward walks the flat order.
 #include "kernels/cuda/pool_cuda.h"
 
 #include "base/cuda/cuda_check.h"
@@ -37,7 +39,48 @@ __global__ void global_avg_backward_kernel(const float* dy, float* dx, int64_t p
   });
 }
 
+__global__ void global_avg_forward_nhwc(const float* x, float* y, int64_t n, int64_t channels, int64_t plane_size) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < n * channels; p += step) {
+    const int64_t sample = p / channels, c = p % channels;
+    const float* first = x + sample * plane_size * channels + c;
+    double sum = 0.0;
+    for (int64_t i = 0; i < plane_size; ++i) sum += first[i * channels];
+    y[p] = static_cast<float>(sum / static_cast<double>(plane_size));
+  }
+}
+
+template <bool Accumulate>
+__global__ void global_avg_backward_nhwc(const float* dy, float* dx, int64_t n, int64_t channels, int64_t plane_size) {
+  const float inv_size = 1.0f / static_cast<float>(plane_size);
+  const int64_t total = n * plane_size * channels, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const int64_t sample = i / (plane_size * channels), c = i % channels;
+    float g = Accumulate ? dx[i] : 0.0f;
+    store_grad(g, dy[sample * channels + c] * inv_size, Accumulate);
+    dx[i] = g;
+  }
+}
+
 }  // namespace
+
+void global_avg_pool_forward_nhwc(cudaStream_t stream, const float* x, float* y, int64_t n, int64_t channels,
+                                  int64_t plane_size) {
+  if (n * channels <= 0 || plane_size <= 0) return;
+  LS_LAUNCH(grid_for(n * channels), kThreads, 0, stream, global_avg_forward_nhwc)(x, y, n, channels, plane_size);
+  LS_CUDA_CHECK_LAUNCH("global_avg_pool_forward_nhwc");
+}
+
+void global_avg_pool_backward_nhwc(cudaStream_t stream, const float* dy, float* dx, int64_t n, int64_t channels,
+                                   int64_t plane_size, bool accumulate) {
+  if (n * channels <= 0 || plane_size <= 0) return;
+  const unsigned grid = grid_for(n * channels * plane_size);
+  if (accumulate)
+    LS_LAUNCH(grid, kThreads, 0, stream, global_avg_backward_nhwc<true>)(dy, dx, n, channels, plane_size);
+  else
+    LS_LAUNCH(grid, kThreads, 0, stream, global_avg_backward_nhwc<false>)(dy, dx, n, channels, plane_size);
+  LS_CUDA_CHECK_LAUNCH("global_avg_pool_backward_nhwc");
+}
 
 void global_avg_pool_forward(cudaStream_t stream, const float* x, float* y, int64_t planes, int64_t plane_size) {
   if (planes <= 0 || plane_size <= 0) return;

@@ -16,10 +16,13 @@ class CudaLibraries;
 
 namespace lockstep::cuda {
 
-void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y);
+// x, y, dy, dx stored as `format`; NHWC needs the channel count (g.planes = N * channels).
+void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, float* y,
+                    MemoryFormat format = MemoryFormat::nchw, int64_t channels = 1);
 // dx from dy (cuDNN reads x and y too), written or added when `accumulate`.
 void pool2d_backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, const float* y,
-                     const float* dy, float* dx, bool accumulate);
+                     const float* dy, float* dx, bool accumulate, MemoryFormat format = MemoryFormat::nchw,
+                     int64_t channels = 1);
 
 
 // y[p] = the mean of plane p, summed in double in a fixed order.
@@ -27,5 +30,11 @@ void global_avg_pool_forward(cudaStream_t stream, const float* x, float* y, int6
 // dx[p, i] = dy[p] / plane_size, written or added when `accumulate`.
 void global_avg_pool_backward(cudaStream_t stream, const float* dy, float* dx, int64_t planes, int64_t plane_size,
                               bool accumulate);
+// The same over NHWC x and dx [n, plane_size, channels]; y and dy [n, channels]
+// lie the same in either format.
+void global_avg_pool_forward_nhwc(cudaStream_t stream, const float* x, float* y, int64_t n, int64_t channels,
+                                  int64_t plane_size);
+void global_avg_pool_backward_nhwc(cudaStream_t stream, const float* dy, float* dx, int64_t n, int64_t channels,
+                                   int64_t plane_size, bool accumulate);
 
 }  // namespace lockstep::cuda

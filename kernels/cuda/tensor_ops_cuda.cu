@@ -40,10 +40,8 @@ __global__ void add_scalar(const float* a, const float* b, float* y, int64_t n) 
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) y[i] = a[i] + b[i];
 }
 
-__global__ void add_channel_bias_kernel(float* y, const float* bias, int64_t planes, int64_t spatial, int log2,
-                                        uint32_t channels) {
-  detail::for_each_in_planes(planes, spatial, log2,
-                             [&](int64_t p, int64_t i) { y[i] += bias[static_cast<uint32_t>(p) % channels]; });
+__global__ void add_channel_bias_kernel(float* y, const float* bias, channel_reduce::Layout l) {
+  channel_reduce::for_each_value(l, [&](uint32_t c, int64_t i) { y[i] += bias[c]; });
 }
 
 __global__ void fill_rows_kernel(float* y, const float* bias, int64_t total, int64_t cols) {
@@ -97,14 +95,11 @@ void copy_or_add(cudaStream_t stream, const float* src, float* dst, int64_t n, b
   add(stream, dst, src, dst, n);  // element i reads only element i: src == dst is fine
 }
 
-void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t n, int64_t channels,
-                      int64_t spatial) {
-  const int64_t planes = n * channels;
-  if (planes * spatial <= 0) return;
-  LS_CHECK(planes <= static_cast<int64_t>(UINT32_MAX), "add_channel_bias: ", planes, " planes are too many");
-  const int log2 = detail::plane_group_log2(spatial);
-  LS_LAUNCH(detail::plane_grid(planes, log2), kThreads, 0, stream, add_channel_bias_kernel)(
-      y, bias, planes, spatial, log2, static_cast<uint32_t>(channels));
+void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t n, int64_t channels, int64_t spatial,
+                      MemoryFormat format) {
+  if (n * channels * spatial <= 0) return;
+  const channel_reduce::Layout l = channel_reduce::layout_for(n, channels, spatial, format);
+  LS_LAUNCH(channel_reduce::value_blocks(l), kThreads, 0, stream, add_channel_bias_kernel)(y, bias, l);
   LS_CUDA_CHECK_LAUNCH("add_channel_bias");
 }
 
@@ -150,10 +145,10 @@ size_t channel_sums_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) 
 }
 
 void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float* out,
-                  void* scratch) {
+                  void* scratch, MemoryFormat format) {
   using namespace channel_reduce;
   if (channels <= 0) return;
-  const Layout l = layout_for(n, channels, spatial);
+  const Layout l = layout_for(n, channels, spatial, format);
   auto* partial = static_cast<double*>(scratch);
   LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_sums)(x, l, partial);
   LS_CUDA_CHECK_LAUNCH("run_sums");

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/memory_format.h"
+
 namespace lockstep::cuda {
 
 // y = a + b over n elements.
@@ -15,9 +17,10 @@ void add(cudaStream_t stream, const float* a, const float* b, float* y, int64_t 
 // dst = src (a stream-ordered copy), or dst += src when `accumulate`; src may be dst.
 void copy_or_add(cudaStream_t stream, const float* src, float* dst, int64_t n, bool accumulate);
 
-// y[i, c, s] += bias[c] over y [n, channels, spatial] (a convolution's bias).
-void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t n, int64_t channels,
-                      int64_t spatial);
+// y[i, c, s] += bias[c] over y [n, channels, spatial] (a convolution's
+// bias), y stored in `format` (NHWC: [n, spatial, channels]).
+void add_channel_bias(cudaStream_t stream, float* y, const float* bias, int64_t n, int64_t channels, int64_t spatial,
+                      MemoryFormat format = MemoryFormat::nchw);
 // y[i, :] = bias for every row of y [rows, cols] (preloaded before a GEMM that adds onto it).
 void fill_rows(cudaStream_t stream, float* y, const float* bias, int64_t rows, int64_t cols);
 // out[c] = the sum over rows of x[r, c], x [rows, cols]; in double, rows in order.
@@ -26,9 +29,10 @@ void column_sums(cudaStream_t stream, const float* x, int64_t rows, int64_t cols
 // Device scratch (bytes, 16-byte aligned) channel_sums needs for this shape.
 size_t channel_sums_scratch_bytes(int64_t n, int64_t channels, int64_t spatial);
 // out[c] = the sum over n and spatial of x [n, channels, spatial] (a
-// convolution's bias gradient), summed in double in a fixed order.
+// convolution's bias gradient), summed in double in a fixed order, the same
+// bits whichever `format` x is stored in.
 void channel_sums(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float* out,
-                  void* scratch);
+                  void* scratch, MemoryFormat format = MemoryFormat::nchw);
 
 // The most buffers sum_buffers takes in one call.
 constexpr int kMaxSummedBuffers = 64;

@@ -170,6 +170,69 @@ TEST_CASE("emulated cudnn: backward data and filter equal naive loops, beta accu
   }
 }
 
+// Packed [a, b, h, w] values moved to [a, h, w, b] (channels last), or back.
+std::vector<float> channels_last(const std::vector<float>& v, int a, int b, int h, int w, bool back = false) {
+  std::vector<float> out(v.size());
+  for (int i = 0; i < a; ++i)
+    for (int j = 0; j < b; ++j)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          const size_t planar = ((size_t(i) * b + j) * h + y) * w + x, last = ((size_t(i) * h + y) * w + x) * b + j;
+          if (back) out[planar] = v[last];
+          else out[last] = v[planar];
+        }
+  return out;
+}
+
+TEST_CASE("emulated cudnn: NHWC tensors with an NHWC (KRSC) filter, all three directions", "[emu][cudnn]") {
+  const Shape s = kOdd;
+  Cudnn d(s);
+  // Every descriptor channels last: x and y NHWC, the filter [K, R, S, C].
+  REQUIRE(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, s.n, s.c, s.h, s.w) == 0);
+  REQUIRE(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, s.n, s.k, s.oh(), s.ow()) == 0);
+  REQUIRE(cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, s.k, s.c, s.kernel, s.kernel) == 0);
+  auto x = values(s.x_count(), 1), w = values(s.w_count(), 2), dy = values(s.y_count(), 3);
+  std::vector<float> want_y(s.y_count(), 0.0f), want_dx(s.x_count(), 0.0f), want_dw(s.w_count(), 0.0f);
+  taps(s, [&](size_t xi, size_t wi, size_t yi) {
+    want_y[yi] += x[xi] * w[wi];
+    want_dx[xi] += dy[yi] * w[wi];
+    want_dw[wi] += dy[yi] * x[xi];
+  });
+  DeviceBuffer gx(channels_last(x, s.n, s.c, s.h, s.w)), gw(channels_last(w, s.k, s.c, s.kernel, s.kernel)),
+      gdy(channels_last(dy, s.n, s.k, s.oh(), s.ow())), gy(s.y_count()), gdx(s.x_count()), gdw(s.w_count());
+  const float one = 1.0f, zero = 0.0f;
+  REQUIRE(cudnnConvolutionForward(d.handle, &one, d.x, gx.p, d.w, gw.p, d.conv,
+                                  CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &zero, d.y,
+                                  gy.p) == CUDNN_STATUS_SUCCESS);
+  require_close(channels_last(gy.download(), s.n, s.k, s.oh(), s.ow(), true), want_y);
+  size_t data_bytes = 0, filter_bytes = 0;
+  REQUIRE(cudnnGetConvolutionBackwardDataWorkspaceSize(d.handle, d.w, d.y, d.conv, d.x,
+                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, &data_bytes) == 0);
+  REQUIRE(cudnnGetConvolutionBackwardFilterWorkspaceSize(d.handle, d.x, d.y, d.conv, d.w,
+                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, &filter_bytes) == 0);
+  DeviceBuffer data_ws(data_bytes / 4 + 1), filter_ws(filter_bytes / 4 + 1);
+  REQUIRE(cudnnConvolutionBackwardData(d.handle, &one, d.w, gw.p, d.y, gdy.p, d.conv,
+                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, data_ws.p, data_bytes, &zero, d.x,
+                                       gdx.p) == CUDNN_STATUS_SUCCESS);
+  require_close(channels_last(gdx.download(), s.n, s.c, s.h, s.w, true), want_dx);
+  REQUIRE(cudnnConvolutionBackwardFilter(d.handle, &one, d.x, gx.p, d.y, gdy.p, d.conv,
+                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, filter_ws.p, filter_bytes, &zero, d.w,
+                                         gdw.p) == CUDNN_STATUS_SUCCESS);
+  require_close(channels_last(gdw.download(), s.k, s.c, s.kernel, s.kernel, true), want_dw);
+  // The KRSC filter read as KCRS is another filter: the result differs.
+  cudnnFilterDescriptor_t kcrs = nullptr;
+  REQUIRE(cudnnCreateFilterDescriptor(&kcrs) == 0);
+  REQUIRE(cudnnSetFilter4dDescriptor(kcrs, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.k, s.c, s.kernel, s.kernel) == 0);
+  REQUIRE(cudnnConvolutionForward(d.handle, &one, d.x, gx.p, kcrs, gw.p, d.conv,
+                                  CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &zero, d.y,
+                                  gy.p) == CUDNN_STATUS_SUCCESS);
+  auto wrong = channels_last(gy.download(), s.n, s.k, s.oh(), s.ow(), true);
+  bool differs = false;
+  for (size_t i = 0; i < wrong.size(); ++i) differs |= !(std::fabs(wrong[i] - want_y[i]) < 1e-4f);
+  CHECK(differs);
+  cudnnDestroyFilterDescriptor(kcrs);
+}
+
 TEST_CASE("emulated cudnn: strides are used as given, beta 0 never reads y", "[emu][cudnn]") {
   const Shape s = kOdd;
   Cudnn d(s);

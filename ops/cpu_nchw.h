@@ -1,0 +1,30 @@
+#pragma once
+// The CPU references compute in NCHW (and filters in [O, C, K, K]); an op
+// handed NHWC tensors on the CPU runs them on NCHW copies: in() converts an
+// input, out() gives an NCHW buffer for an output (filled with its current
+// contents when the op reads or adds to it), finish() converts the outputs
+// back. Tensors already NCHW pass through untouched, so the NCHW path costs
+// nothing and keeps its bits. Slower than a native NHWC loop, but the CPU is
+// the oracle here, not the fast path: what matters is that NHWC and NCHW give
+// the same values on it.
+#include <utility>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace lockstep::ops {
+
+class CpuNchw {
+public:
+  const float* in(const Tensor& t);
+  float* out(Tensor& t, bool read);
+  // Null stays null (an output the caller does not want).
+  float* out(Tensor* t, bool read) { return t ? out(*t, read) : nullptr; }
+  void finish();
+
+private:
+  std::vector<Tensor> inputs_;
+  std::vector<std::pair<Tensor*, Tensor>> outputs_;  // the op's tensor and its NCHW copy
+};
+
+}  // namespace lockstep::ops

@@ -1,0 +1,273 @@
+// Channels-last (NHWC) tensors on the GPU (issue 14, item 2), op by op: each
+// op run with NHWC tensors on the emulated GPU equals the NCHW CPU reference
+// within the layer tests' tolerance (1e-4 of each value plus 1e-4 of the
+// tensor's RMS, test_gpu_layers.cpp), the NHWC CPU path (NCHW copies,
+// ops/cpu_nchw.h) equals the NCHW CPU bit for bit, and where our own kernels
+// claim it (batch norm, channel sums) NHWC on the GPU equals NCHW on the GPU
+// bit for bit. Shapes are odd on purpose: C a multiple of nothing, H != W,
+// batch 1, 1x1 images, a matrix bigger than one transpose tile.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "gpu_compare.h"
+#include "ops/batchnorm.h"
+#include "ops/conv.h"
+#include "ops/elementwise.h"
+#include "ops/memory_format.h"
+#include "ops/pool.h"
+#include "ops/tensor_ops.h"
+#include "support/layer_harness.h"
+
+using namespace lockstep;
+using lockstep::testing::random_tensor;
+using lockstep::testing::require_close_scaled;
+
+namespace {
+
+constexpr double kRtol = 1e-4;
+using Results = std::map<std::string, std::vector<float>>;
+
+// Builds an op's tensors on one device in one format from fixed seeds, and
+// reads results back as NCHW host vectors, so every run compares alike.
+class Run {
+public:
+  Run(Device device, MemoryFormat format) : ctx(device), format(format) {}
+
+  // An image tensor [N, C, H, W] in the run's format (NCHW values from `seed`).
+  Tensor image(const Shape& s, uint64_t seed, MemoryFormat f) {
+    Tensor nchw = random_tensor(s, seed);
+    return ops::to_format(host_, nchw, f).to(ctx.device());
+  }
+  Tensor image(const Shape& s, uint64_t seed) { return image(s, seed, format); }
+  // Any other tensor (per-channel, bias): no format.
+  Tensor plain(const Shape& s, uint64_t seed) { return random_tensor(s, seed).to(ctx.device()); }
+  Tensor zeros(const Shape& s) { return Tensor::zeros(s, ctx.device()); }
+
+  void keep(const std::string& name, const Tensor& t) {
+    ctx.synchronize();
+    Tensor host = t.to(Device::cpu());
+    out[name] = host.shape().rank() == 4 ? ops::to_format(host_, host, MemoryFormat::nchw).to_vector()
+                                         : host.to_vector();
+  }
+
+  Context ctx;
+  MemoryFormat format;
+  Results out;
+
+private:
+  Context host_{Device::cpu()};
+};
+
+using Body = std::function<void(Run&)>;
+
+Results run(Device device, MemoryFormat format, const Body& body) {
+  Run r(device, format);
+  body(r);
+  return r.out;
+}
+
+// The three comparisons of the file header; `gpu_bits` asks for the last.
+void check_formats(const Body& body, bool gpu_bits) {
+  const Results cpu_nchw = run(Device::cpu(), MemoryFormat::nchw, body);
+  const Results cpu_nhwc = run(Device::cpu(), MemoryFormat::nhwc, body);
+  const Results gpu_nhwc = run(Device::cuda(0), MemoryFormat::nhwc, body);
+  REQUIRE(!cpu_nchw.empty());
+  for (const auto& [name, want] : cpu_nchw) {
+    INFO(name);
+    REQUIRE(!want.empty());
+    REQUIRE(cpu_nhwc.at(name) == want);
+    require_close_scaled(gpu_nhwc.at(name), want, kRtol, name + " (gpu nhwc vs cpu nchw)");
+  }
+  if (gpu_bits) {
+    const Results gpu_nchw = run(Device::cuda(0), MemoryFormat::nchw, body);
+    for (const auto& [name, want] : gpu_nchw) {
+      INFO(name << " (gpu nhwc vs gpu nchw, bit for bit)");
+      REQUIRE(gpu_nhwc.at(name) == want);
+    }
+  }
+}
+
+const Shape kImages[] = {Shape{3, 13, 5, 4}, Shape{1, 5, 3, 7}, Shape{4, 9, 1, 1}, Shape{2, 37, 9, 7}};
+
+enum class Fused { none, relu, add_relu };
+
+// Training forward and backward of batch norm, plain or fused, with dx and
+// the shortcut gradient added onto what they hold (the accumulate paths).
+Body batchnorm_body(const Shape& s, Fused fused) {
+  return [s, fused](Run& r) {
+    const int64_t c = s[1];
+    Tensor x = r.image(s, 1), shortcut = r.image(s, 2), dy = r.image(s, 3), dx = r.image(s, 4),
+           ds = r.image(s, 5), y = r.image(s, 6);
+    Tensor gamma = r.plain(Shape{c}, 7), beta = r.plain(Shape{c}, 8);
+    Tensor mean = r.zeros(Shape{c}), var = r.zeros(Shape{c}), saved_mean = r.zeros(Shape{c}),
+           saved_inv = r.zeros(Shape{c}), dgamma = r.zeros(Shape{c}), dbeta = r.zeros(Shape{c});
+    const float eps = 1e-5f;
+    switch (fused) {
+      case Fused::none:
+        ops::batchnorm_forward_train(r.ctx, x, gamma, beta, eps, y, mean, var, saved_mean, saved_inv);
+        ops::batchnorm_backward(r.ctx, x, dy, gamma, saved_mean, saved_inv, dgamma, dbeta, &dx, true);
+        break;
+      case Fused::relu:
+        ops::batchnorm_relu_forward_train(r.ctx, x, gamma, beta, eps, y, mean, var, saved_mean, saved_inv);
+        ops::batchnorm_relu_backward(r.ctx, x, y, dy, gamma, saved_mean, saved_inv, dgamma, dbeta, &dx, true);
+        break;
+      case Fused::add_relu:
+        ops::batchnorm_add_relu_forward_train(r.ctx, x, shortcut, gamma, beta, eps, y, mean, var, saved_mean,
+                                              saved_inv);
+        ops::batchnorm_add_relu_backward(r.ctx, x, y, dy, gamma, saved_mean, saved_inv, dgamma, dbeta, &dx, true,
+                                         &ds, true);
+        r.keep("dshortcut", ds);
+        break;
+    }
+    r.keep("y", y);
+    r.keep("mean", mean);
+    r.keep("var", var);
+    r.keep("saved inv std", saved_inv);
+    r.keep("dgamma", dgamma);
+    r.keep("dbeta", dbeta);
+    r.keep("dx", dx);
+    Tensor y_eval = r.image(s, 9);
+    ops::batchnorm_forward_eval(r.ctx, x, gamma, beta, saved_mean, var, eps, y_eval);
+    r.keep("y eval", y_eval);
+  };
+}
+
+struct ConvCase {
+  Shape x, w;
+  int stride, padding;
+};
+
+// Forward with bias (the NHWC bias add), backward data added onto dx,
+// backward filter, backward bias (channel sums), the filter in `filter`.
+Body conv_body(const ConvCase& k, MemoryFormat filter) {
+  return [k, filter](Run& r) {
+    ConvGeometry g = ops::conv2d_geometry("test", k.x, k.w, k.stride, k.padding);
+    const Shape ys{g.batch, g.out_channels, g.out_h, g.out_w};
+    Tensor x = r.image(k.x, 1), w = r.image(k.w, 2, filter), bias = r.plain(Shape{k.w[0]}, 3);
+    Tensor y = r.image(ys, 4), dy = r.image(ys, 5), dx = r.image(k.x, 6), dw = r.image(k.w, 7, filter);
+    Tensor db = r.zeros(Shape{k.w[0]});
+    ops::conv2d_forward(r.ctx, x, w, &bias, y, k.stride, k.padding);
+    ops::conv2d_backward_data(r.ctx, dy, w, dx, k.stride, k.padding, true);
+    ops::conv2d_backward_filter(r.ctx, x, dy, dw, k.stride, k.padding);
+    ops::conv2d_backward_bias(r.ctx, dy, db);
+    r.keep("y", y);
+    r.keep("dx", dx);
+    r.keep("dw", dw);
+    r.keep("db", db);
+  };
+}
+
+// Max and average pooling forward and backward (dx added onto), and global
+// average pooling.
+Body pool_body(const Shape& s, PoolWindow window) {
+  return [s, window](Run& r) {
+    const Shape ys = ops::pool_output_shape("test", s, window);
+    Tensor x = r.image(s, 1), dy = r.image(ys, 2);
+    for (bool max : {true, false}) {
+      const std::string kind = max ? "max " : "avg ";
+      Tensor y = r.image(ys, 3), dx = r.image(s, 4);
+      if (max) {
+        ops::max_pool2d_forward(r.ctx, x, y, window);
+        ops::max_pool2d_backward(r.ctx, x, y, dy, dx, window, true);
+      } else {
+        ops::avg_pool2d_forward(r.ctx, x, y, window);
+        ops::avg_pool2d_backward(r.ctx, x, y, dy, dx, window, true);
+      }
+      r.keep(kind + "y", y);
+      r.keep(kind + "dx", dx);
+    }
+    const Shape gs{s[0], s[1], 1, 1};
+    Tensor gy = r.image(gs, 5), gdy = r.image(gs, 6), gdx = r.image(s, 7), gdx_written = r.image(s, 8);
+    ops::global_avg_pool_forward(r.ctx, x, gy);
+    ops::global_avg_pool_backward(r.ctx, gdy, gdx, true);
+    ops::global_avg_pool_backward(r.ctx, gdy, gdx_written, false);
+    r.keep("global y", gy);
+    r.keep("global dx", gdx);
+    r.keep("global dx written", gdx_written);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("gpu convert_format equals the cpu's, both ways", "[gpu][memory-format]") {
+  Context cpu(Device::cpu());
+  Context gpu(Device::cuda(0));
+  // Odd extents, several 32 x 32 tiles, batch 1, one channel, one pixel.
+  for (const Shape& s : {Shape{3, 37, 9, 7}, Shape{1, 5, 3, 11}, Shape{2, 1, 4, 4}, Shape{4, 70, 1, 1},
+                         Shape{2, 33, 65, 1}}) {
+    for (MemoryFormat from : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
+      const MemoryFormat to = from == MemoryFormat::nchw ? MemoryFormat::nhwc : MemoryFormat::nchw;
+      INFO("shape " << s.str() << " from " << memory_format_name(from));
+      Tensor x = random_tensor(s, 3).with_format(from);
+      Tensor want = ops::to_format(cpu, x, to);
+      Tensor got = ops::to_format(gpu, x.to(Device::cuda(0)), to);
+      gpu.synchronize();
+      REQUIRE(got.format() == to);
+      REQUIRE(got.to_vector() == want.to_vector());
+    }
+  }
+}
+
+TEST_CASE("gpu nhwc batch norm, plain and fused, equals nchw", "[gpu][memory-format][batchnorm]") {
+  for (const Shape& s : kImages)
+    for (Fused f : {Fused::none, Fused::relu, Fused::add_relu}) {
+      INFO("shape " << s.str() << ", fused " << static_cast<int>(f));
+      check_formats(batchnorm_body(s, f), true);
+    }
+}
+
+TEST_CASE("gpu nhwc convolution equals nchw, with either filter format", "[gpu][memory-format][conv]") {
+  const ConvCase cases[] = {{Shape{3, 6, 9, 6}, Shape{7, 6, 3, 3}, 2, 1},
+                            {Shape{1, 3, 7, 5}, Shape{5, 3, 3, 3}, 1, 1},
+                            {Shape{2, 5, 4, 4}, Shape{11, 5, 1, 1}, 1, 0}};
+  for (const ConvCase& k : cases)
+    for (MemoryFormat filter : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
+      INFO("x " << k.x.str() << ", w " << k.w.str() << " as " << memory_format_name(filter));
+      check_formats(conv_body(k, filter), false);
+    }
+}
+
+TEST_CASE("gpu nhwc pooling equals nchw", "[gpu][memory-format][pool]") {
+  const std::pair<Shape, PoolWindow> cases[] = {{Shape{3, 13, 9, 6}, PoolWindow{3, 2, 1}},
+                                                {Shape{1, 5, 4, 7}, PoolWindow{2, 2, 0}},
+                                                {Shape{2, 37, 5, 5}, PoolWindow{3, 1, 1}}};
+  for (const auto& [s, window] : cases) {
+    INFO("shape " << s.str() << ", " << pool_window_text(window));
+    check_formats(pool_body(s, window), false);
+  }
+}
+
+TEST_CASE("gpu element-wise ops take nhwc tensors when every operand is nhwc", "[gpu][memory-format]") {
+  check_formats(
+      [](Run& r) {
+        const Shape s{2, 7, 3, 5};
+        Tensor a = r.image(s, 1), b = r.image(s, 2), sum = r.image(s, 3), y = r.image(s, 4), dx = r.image(s, 5);
+        ops::add(r.ctx, a, b, sum);
+        ops::relu_forward(r.ctx, a, y);
+        ops::relu_backward(r.ctx, y, b, dx, true);
+        r.keep("sum", sum);
+        r.keep("relu", y);
+        r.keep("relu dx", dx);
+      },
+      true);
+}
+
+TEST_CASE("gpu ops refuse images of mixed memory formats", "[gpu][memory-format]") {
+  Run r(Device::cuda(0), MemoryFormat::nhwc);
+  const Shape s{2, 3, 4, 5};
+  Tensor x = r.image(s, 1), y_nchw = r.image(s, 2, MemoryFormat::nchw);
+  Tensor c3 = r.zeros(Shape{3}), g = r.plain(Shape{3}, 3), b = r.plain(Shape{3}, 4);
+  Tensor m = r.zeros(Shape{3}), v = r.zeros(Shape{3}), sm = r.zeros(Shape{3}), si = r.zeros(Shape{3});
+  REQUIRE_THROWS_WITH(ops::batchnorm_forward_train(r.ctx, x, g, b, 1e-5f, y_nchw, m, v, sm, si),
+                      Catch::Contains("memory formats nhwc and nchw mixed"));
+  Tensor w = r.image(Shape{4, 3, 3, 3}, 5);
+  Tensor conv_out = r.image(Shape{2, 4, 4, 5}, 6, MemoryFormat::nchw);
+  REQUIRE_THROWS_WITH(ops::conv2d_forward(r.ctx, x, w, nullptr, conv_out, 1, 1),
+                      Catch::Contains("conv2d forward: memory formats nhwc and nchw mixed"));
+  Tensor pooled = r.image(Shape{2, 3, 2, 2}, 7, MemoryFormat::nchw);
+  REQUIRE_THROWS_WITH(ops::max_pool2d_forward(r.ctx, x, pooled, PoolWindow{2, 2, 0}),
+                      Catch::Contains("max_pool2d: memory formats nhwc and nchw mixed"));
+}

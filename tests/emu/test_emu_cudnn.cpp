@@ -48,6 +48,15 @@ std::vector<float> values(size_t n, int seed) {
   return v;
 }
 
+// TF32 by arithmetic, independent of the stand-in's bit twiddling: 11
+// significant bits (10 stored), round to nearest even (std::nearbyint in the
+// default rounding mode). For the normal values the tests use.
+float tf32_reference(float v) {
+  int exponent = 0;
+  const double mantissa = std::frexp(static_cast<double>(v), &exponent);  // [0.5, 1)
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(mantissa, 11)), exponent - 11));
+}
+
 void require_close(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -97,6 +106,10 @@ struct Cudnn {
     REQUIRE(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.k, s.c, s.kernel, s.kernel) == 0);
     REQUIRE(cudnnSetConvolution2dDescriptor(conv, s.pad, s.pad, s.stride, s.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                             CUDNN_DATA_FLOAT) == 0);
+    // The naive loops compute plain FP32: FMA math. (The default math lets
+    // the stand-in round its operands to TF32, as cuDNN may from Ampere on;
+    // the TF32 case below checks that.)
+    REQUIRE(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH) == CUDNN_STATUS_SUCCESS);
   }
   ~Cudnn() {
     cudnnDestroyConvolutionDescriptor(conv);
@@ -136,6 +149,34 @@ TEST_CASE("emulated cudnn: forward convolution equals naive loops for each emula
       require_close(dy.download(), want);
     }
   }
+}
+
+TEST_CASE("emulated cudnn: the default math computes on TF32-rounded operands, FMA math on FP32 ones",
+          "[emu][cudnn]") {
+  const Shape s = kOdd;
+  Cudnn d(s);
+  auto x = values(s.x_count(), 11), w = values(s.w_count(), 12);
+  std::vector<float> fp32(s.y_count(), 0.0f), tf32(s.y_count(), 0.0f);
+  taps(s, [&](size_t xi, size_t wi, size_t yi) {
+    fp32[yi] += x[xi] * w[wi];
+    tf32[yi] += tf32_reference(x[xi]) * tf32_reference(w[wi]);
+  });
+  auto run = [&](cudnnMathType_t math) {
+    REQUIRE(cudnnSetConvolutionMathType(d.conv, math) == CUDNN_STATUS_SUCCESS);
+    DeviceBuffer dx(x), dw(w), dy(s.y_count(), 0.0f);
+    const float one = 1.0f, zero = 0.0f;
+    REQUIRE(cudnnConvolutionForward(d.handle, &one, d.x, dx.p, d.w, dw.p, d.conv,
+                                    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &zero, d.y,
+                                    dy.p) == CUDNN_STATUS_SUCCESS);
+    return dy.download();
+  };
+  const std::vector<float> by_default = run(CUDNN_DEFAULT_MATH), by_fma = run(CUDNN_FMA_MATH);
+  require_close(by_default, tf32);
+  require_close(by_fma, fp32);
+  // The two differ by about TF32's precision (10 mantissa bits), far above the comparison's 1e-4.
+  double largest = 0.0;
+  for (size_t i = 0; i < fp32.size(); ++i) largest = std::max(largest, std::abs(double(by_default[i]) - by_fma[i]));
+  CHECK(largest > 1e-3);
 }
 
 TEST_CASE("emulated cudnn: backward data and filter equal naive loops, beta accumulates", "[emu][cudnn]") {

@@ -34,7 +34,8 @@ using Results = std::map<std::string, std::vector<float>>;
 // reads results back as NCHW host vectors, so every run compares alike.
 class Run {
 public:
-  Run(Device device, MemoryFormat format) : ctx(device), format(format) {}
+  // fp32: the GPU side is compared with the CPU reference (reference_options()).
+  Run(Device device, MemoryFormat format) : ctx(device, lockstep::testing::reference_options()), format(format) {}
 
   // An image tensor [N, C, H, W] in the run's format (NCHW values from `seed`).
   Tensor image(const Shape& s, uint64_t seed, MemoryFormat f) {
@@ -194,7 +195,7 @@ Body pool_body(const Shape& s, PoolWindow window) {
 
 TEST_CASE("gpu convert_format equals the cpu's, both ways", "[gpu][memory-format]") {
   Context cpu(Device::cpu());
-  Context gpu(Device::cuda(0));
+  Context gpu(Device::cuda(0), lockstep::testing::reference_options());
   // Odd extents, several 32 x 32 tiles, batch 1, one channel, one pixel.
   for (const Shape& s : {Shape{3, 37, 9, 7}, Shape{1, 5, 3, 11}, Shape{2, 1, 4, 4}, Shape{4, 70, 1, 1},
                          Shape{2, 33, 65, 1}}) {

@@ -17,6 +17,7 @@ struct EvalSettings {
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   std::string plot;  // confusion-matrix PNG
   bool skip_bad_images = false;
+  std::string precision;  // empty: the one the checkpoint was trained in
 };
 int run_eval(const EvalSettings& settings);
 

@@ -13,6 +13,7 @@
 #include "training/trainer.h"
 #include "layers/models.h"
 #include "progress.h"
+#include "runtime/precision.h"
 #include "setup.h"
 #include "world_errors.h"
 
@@ -54,6 +55,13 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, 0); };
   ReplicaOptions replica_options;
   replica_options.processes = world;
+  // The precision it trained in, so that eval gives the figures the trainer
+  // printed (a checkpoint from before the option trained in tf32, the default).
+  const std::string precision = !s.precision.empty()          ? s.precision
+                                : !meta("precision").empty() ? meta("precision")
+                                                             : "tf32";
+  replica_options.context.precision =
+      parse_precision(precision, s.precision.empty() ? std::string("the checkpoint's precision") : "--precision");
   ReplicaManager replicas(factory, devices, replica_options);
   LS_CHECK(loader->num_classes() == replicas.model(0).num_classes(), "the data at ", data_path, " has ",
            loader->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());
@@ -64,8 +72,8 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
 
   Evaluation e = evaluate_model(replicas, *loader);
   if (world && world->rank() != 0) return 0;
-  std::printf("%s on %s: loss %.4f accuracy %.2f%% (%lld samples)\n", spec.c_str(), data_path.c_str(), e.loss,
-              100.0 * e.accuracy, static_cast<long long>(e.count));
+  std::printf("%s on %s in %s: loss %.4f accuracy %.2f%% (%lld samples)\n", spec.c_str(), data_path.c_str(),
+              precision.c_str(), e.loss, 100.0 * e.accuracy, static_cast<long long>(e.count));
   ProgressReporter reporter(1, s.threads, "", false);
   data::BadFiles skipped = sets.skipped;
   skipped.merge(loader->skipped());

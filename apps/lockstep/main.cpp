@@ -118,6 +118,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   eval_cmd->add_option("--plot", eval.plot, "write the confusion matrix as this PNG");
   eval_cmd->add_flag("--skip-bad-images", eval.skip_bad_images, "skip undecodable images, report them");
+  eval_cmd->add_option("--precision", eval.precision, "fp32, tf32 or bf16 (default: the one the checkpoint trained in)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
 
   PredictSettings predict;
   CLI::App* predict_cmd = app.add_subcommand("predict", "top-5 classes of image files and folders of them");

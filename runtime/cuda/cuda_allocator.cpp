@@ -3,7 +3,6 @@
 #include "runtime/cuda/cuda_allocator.h"
 
 #include <array>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -14,6 +13,7 @@
 
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
+#include "runtime/cuda/context_streams.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/stream_uses.h"
 
@@ -203,17 +203,6 @@ public:
     return true;
   }
 
-  void track_stream(cudaStream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    tracked_.insert(stream);
-  }
-  void untrack_stream(cudaStream_t stream) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    // A retry may be synchronising a copy of the set: the stream must outlive it.
-    retry_done_.wait(lock, [&] { return retrying_ == 0; });
-    tracked_.erase(stream);
-  }
-
   CudaAllocatorStats stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return {reserved_, segments_, held_.size(), oom_retries_};
@@ -343,24 +332,21 @@ private:
   }
 
   // cudaMalloc failed with memory cached: wait, with the mutex released, for
-  // this device's tracked streams (the step's collectives among them) and for
+  // this device's context streams (the step's collectives among them) and for
   // the held blocks' events, then give every free segment back. See the
   // header for why the wait comes before cudaFree.
   void retry_after_out_of_memory(std::unique_lock<std::mutex>& lock) {
     ++oom_retries_;
-    ++retrying_;
-    std::vector<cudaStream_t> streams(tracked_.begin(), tracked_.end());
     std::vector<cudaEvent_t> events;
     for (Block* block : held_)
       for (cudaEvent_t event : block->uses.events()) events.push_back(event);
     lock.unlock();
     {
+      const BorrowedContextStreams streams(device_);  // none is destroyed while borrowed
       DeviceGuard guard(device_);
-      wait_for(streams, events);
+      wait_for(streams.streams(), events);
     }
     lock.lock();
-    --retrying_;
-    retry_done_.notify_all();
     poll_held_locked();
     release_free_segments_locked();
   }
@@ -397,10 +383,7 @@ private:
   std::map<std::thread::id, Pool> pools_;
   std::map<char*, Block*> live_;  // handed out, by address (record_stream finds a view's block)
   std::vector<Block*> held_;      // freed, waiting for their streams
-  std::set<cudaStream_t> tracked_;
   EventPool events_;
-  std::condition_variable retry_done_;
-  int retrying_ = 0;
   size_t reserved_ = 0, segments_ = 0, oom_retries_ = 0;
 };
 
@@ -579,12 +562,6 @@ void cuda_record_stream(const void* ptr, cudaStream_t stream) {
     return;
   }
   if (attributes.type == cudaMemoryTypeDevice) device_allocator(attributes.device)->record_stream(ptr, stream);
-}
-
-void cuda_allocator_track_stream(int device, cudaStream_t stream) { device_allocator(device)->track_stream(stream); }
-
-void cuda_allocator_untrack_stream(int device, cudaStream_t stream) {
-  device_allocator(device)->untrack_stream(stream);
 }
 
 CudaAllocatorStats cuda_allocator_stats(int device) { return device_allocator(device)->stats(); }

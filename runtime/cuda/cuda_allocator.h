@@ -48,9 +48,8 @@
 // whose peers have not launched theirs yet, and a peer's thread needs that
 // lock (cudaMalloc, cudaFree) or this allocator's mutex before launching, the
 // two wait for each other. So the retry first waits, without holding the
-// allocator's mutex, for every stream registered with
-// cuda_allocator_track_stream for this device and for the events of held-back
-// blocks; only then does it cudaFree the free segments, with nothing of this
+// allocator's mutex, for every context stream of this device
+// (runtime/cuda/context_streams.h) and for the events of held-back blocks; only then does it cudaFree the free segments, with nothing of this
 // device's left in flight for cudaFree to wait on.
 //
 // Pinned host memory (cudaHostAlloc, portable to every device) is binned like
@@ -79,12 +78,6 @@ void cuda_record_stream(const void* ptr, cudaStream_t stream);
 // such work runs at the graph's launches, ordered within the graph, and CUDA
 // refuses to query an event recorded in a capture.
 bool cuda_record_pinned_use(const void* ptr, cudaStream_t stream);
-
-// Streams of `device` that the out-of-memory retry waits for before it gives
-// memory back (a context's compute and communication streams). A stream must
-// be untracked before it is destroyed.
-void cuda_allocator_track_stream(int device, cudaStream_t stream);
-void cuda_allocator_untrack_stream(int device, cudaStream_t stream);
 
 // What a device allocator holds, for tests and diagnostics.
 struct CudaAllocatorStats {

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/cuda/context_streams.h"
 #include "runtime/cuda/cuda_allocator.h"
 #include "runtime/cuda/cuda_memory.h"
 #include "base/cuda/cuda_check.h"
@@ -54,9 +55,8 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
     LS_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_stream, cudaStreamNonBlocking, least));
     LS_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream, cudaStreamNonBlocking, greatest));
     LS_CUDA_CHECK(cudaStreamCreateWithPriority(&copy_stream, cudaStreamNonBlocking, least));
+    // The synchronous copies wait for these, and the allocator's out-of-memory retry before cudaFree.
     register_context_streams(device, {compute_stream, comm_stream, copy_stream});
-    // The allocator's out-of-memory retry waits for these before cudaFree.
-    for (cudaStream_t s : {compute_stream, comm_stream, copy_stream}) cuda_allocator_track_stream(device, s);
     LS_CUDA_CHECK(cudaEventCreateWithFlags(&copies_ahead_done, cudaEventDisableTiming));
 
     LS_CUDNN_CHECK(cudnnCreate(&cudnn));
@@ -95,11 +95,10 @@ void CudaState::release() noexcept {
   if (device < 0) return;
   int previous = -1;
   bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device && cudaSetDevice(device) == cudaSuccess;
-  // The synchronous copies stop waiting for these streams before they go.
+  // Nothing waits for these streams once they are gone (this waits for an
+  // out-of-memory retry that borrowed them).
   try {
     unregister_context_streams(device, {compute_stream, comm_stream, copy_stream});
-    for (cudaStream_t s : {compute_stream, comm_stream, copy_stream})
-      if (s) cuda_allocator_untrack_stream(device, s);
   } catch (...) {  // only std::bad_alloc: nothing to undo
   }
   // Queued work may still use the workspaces: let it finish before their

@@ -1,52 +1,40 @@
 #include "runtime/cuda/cuda_memory.h"
 
-#include <algorithm>
-#include <map>
-#include <memory>
 #include <mutex>
 
 #include "base/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_allocator.h"
+#include "runtime/cuda/context_streams.h"
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/per_device.h"
 
 namespace lockstep {
 
 namespace {
 
-// One device's registered context streams, and what the synchronous copies
-// of that device use: a non-blocking copy stream and an event. The event is
-// re-recorded on each registered stream in turn: a cudaStreamWaitEvent waits
-// for the record made before it, so one event serves them all.
-struct DeviceStreams {
+// What the synchronous copies of one device use: a non-blocking copy stream
+// and an event. The event is re-recorded on each context stream in turn: a
+// cudaStreamWaitEvent waits for the record made before it, so one event
+// serves them all.
+struct CopyStream {
   std::mutex m;
-  std::vector<cudaStream_t> producers;
-  cudaStream_t copy = nullptr;
+  cudaStream_t stream = nullptr;
   cudaEvent_t event = nullptr;
 };
 
-// Never destroyed: the copy streams and events live as long as the process
-// (destroying them at exit could run after the CUDA runtime has unloaded).
-DeviceStreams& streams_of(int device) {
-  static std::mutex registry_mutex;
-  static auto* registry = new std::map<int, std::unique_ptr<DeviceStreams>>;
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  std::unique_ptr<DeviceStreams>& entry = (*registry)[device];
-  if (!entry) entry = std::make_unique<DeviceStreams>();
-  return *entry;
-}
+CopyStream& copy_stream_of(int device) { return per_device<CopyStream>(device); }
 
 // Makes `copy` (a stream of another device, or of this one) wait for
 // everything queued so far on `device`'s context streams.
-void wait_for_producers(int device, cudaStream_t copy) {
-  DeviceStreams& d = streams_of(device);
-  std::lock_guard<std::mutex> lock(d.m);
-  if (d.producers.empty()) return;
-  DeviceGuard guard(device);  // the event is recorded on this device's streams
-  if (!d.event) LS_CUDA_CHECK(cudaEventCreateWithFlags(&d.event, cudaEventDisableTiming));
-  for (cudaStream_t producer : d.producers) {
-    LS_CUDA_CHECK(cudaEventRecord(d.event, producer));
-    LS_CUDA_CHECK(cudaStreamWaitEvent(copy, d.event, 0));
-  }
+void wait_for_context_streams(int device, cudaStream_t copy) {
+  CopyStream& c = copy_stream_of(device);
+  std::lock_guard<std::mutex> lock(c.m);  // the event is shared by every copy of `device`
+  DeviceGuard guard(device);              // it is recorded on this device's streams
+  for_each_context_stream(device, [&](cudaStream_t producer) {
+    if (!c.event) LS_CUDA_CHECK(cudaEventCreateWithFlags(&c.event, cudaEventDisableTiming));
+    LS_CUDA_CHECK(cudaEventRecord(c.event, producer));
+    LS_CUDA_CHECK(cudaStreamWaitEvent(copy, c.event, 0));
+  });
 }
 
 // `device`'s copy stream, ordered after the context streams of `device` and
@@ -55,32 +43,17 @@ void wait_for_producers(int device, cudaStream_t copy) {
 cudaStream_t ordered_copy_stream(int device, int other) {
   cudaStream_t copy = nullptr;
   {
-    DeviceStreams& d = streams_of(device);
-    std::lock_guard<std::mutex> lock(d.m);
-    if (!d.copy) LS_CUDA_CHECK(cudaStreamCreateWithFlags(&d.copy, cudaStreamNonBlocking));
-    copy = d.copy;
+    CopyStream& c = copy_stream_of(device);
+    std::lock_guard<std::mutex> lock(c.m);
+    if (!c.stream) LS_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+    copy = c.stream;
   }
-  wait_for_producers(device, copy);
-  if (other >= 0 && other != device) wait_for_producers(other, copy);
+  wait_for_context_streams(device, copy);
+  if (other >= 0 && other != device) wait_for_context_streams(other, copy);
   return copy;
 }
 
 }  // namespace
-
-void register_context_streams(int device, const std::vector<cudaStream_t>& streams) {
-  DeviceStreams& d = streams_of(device);
-  std::lock_guard<std::mutex> lock(d.m);
-  d.producers.insert(d.producers.end(), streams.begin(), streams.end());
-}
-
-void unregister_context_streams(int device, const std::vector<cudaStream_t>& streams) {
-  DeviceStreams& d = streams_of(device);
-  std::lock_guard<std::mutex> lock(d.m);
-  for (cudaStream_t s : streams) {
-    auto it = std::find(d.producers.begin(), d.producers.end(), s);
-    if (it != d.producers.end()) d.producers.erase(it);
-  }
-}
 
 void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   if (bytes == 0 || dst == src) return;

@@ -6,7 +6,8 @@
 // copy stream of its own device (non-blocking, one per device) after that
 // stream has waited, through events, for the work queued so far on the
 // streams of every context of the devices it touches (the streams that can
-// have produced or still read the bytes), and returns when it is done. So
+// have produced or still read the bytes; runtime/cuda/context_streams.h),
+// and returns when it is done. So
 // it is ordered after earlier work from any thread, later work is queued
 // after it has finished, and the host waits for nothing else: no other
 // device, and no stream's later work, which the legacy stream would have
@@ -17,7 +18,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <vector>
 
 #include "runtime/device.h"
 
@@ -29,11 +29,5 @@ void cuda_zero_bytes(void* dst, Device device, size_t bytes);
 // Any direction (unified addressing); pinned host memory keeps a host copy asynchronous.
 void cuda_copy_bytes_async(void* dst, const void* src, size_t bytes, cudaStream_t stream);
 void cuda_zero_bytes_async(void* dst, size_t bytes, cudaStream_t stream);
-
-// The streams of one context on GPU `device`, which the plain copies above
-// wait for. CudaState registers its streams when it makes them and
-// unregisters them before it destroys them.
-void register_context_streams(int device, const std::vector<cudaStream_t>& streams);
-void unregister_context_streams(int device, const std::vector<cudaStream_t>& streams);
 
 }  // namespace lockstep

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/allocator.h"
+#include "runtime/cuda/context_streams.h"
 #include "runtime/cuda/cuda_allocator.h"
 
 using namespace lockstep;
@@ -223,7 +224,7 @@ TEST_CASE("the out-of-memory retry waits for the device's streams without holdin
           "[gpu][allocator][streams]") {
   auto alloc = cuda_allocator_for(0);
   cudaStream_t comm = non_blocking_stream();
-  cuda_allocator_track_stream(0, comm);
+  register_context_streams(0, {comm});
   // Something cached, so the retry has memory to give back.
   void* cached = alloc->allocate(size_t(3) << 20);
   alloc->deallocate(cached, size_t(3) << 20);
@@ -264,8 +265,24 @@ TEST_CASE("the out-of-memory retry waits for the device's streams without holdin
   CHECK(cuda_allocator_stats(0).oom_retries == retries + 1);
   CHECK(cuda_allocator_stats(0).reserved_bytes == alloc->current_bytes());  // every free segment given back
   gate.reset();
-  cuda_allocator_untrack_stream(0, comm);
+  unregister_context_streams(0, {comm});
   REQUIRE(cudaStreamDestroy(comm) == cudaSuccess);
+}
+
+TEST_CASE("a context's streams stay registered while an out-of-memory retry has borrowed them",
+          "[gpu][allocator][streams]") {
+  cudaStream_t stream = non_blocking_stream();
+  register_context_streams(0, {stream});
+  auto borrowed = std::make_unique<BorrowedContextStreams>(0);
+  CHECK(std::count(borrowed->streams().begin(), borrowed->streams().end(), stream) == 1);
+  auto unregistered = std::async(std::launch::async, [&] { unregister_context_streams(0, {stream}); });
+  // The stream's owner may destroy it as soon as this returns: not before the borrower is done.
+  CHECK(unregistered.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  borrowed.reset();
+  REQUIRE(unregistered.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  const BorrowedContextStreams after(0);
+  CHECK(std::count(after.streams().begin(), after.streams().end(), stream) == 0);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
 
 TEST_CASE("recording a stream on memory no allocator handed out changes nothing", "[gpu][allocator][streams]") {

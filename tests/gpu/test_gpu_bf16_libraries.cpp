@@ -24,6 +24,8 @@
 
 #include "gpu_compare.h"
 #include "kernels/bf16_math.h"
+#include "kernels/cuda/cudnn_plans.h"
+#include "runtime/cuda/cuda_context.h"
 #include "ops/conv.h"
 #include "ops/linear.h"
 #include "ops/memory_format.h"
@@ -294,4 +296,27 @@ TEST_CASE("gpu bf16: the library ops refuse bf16 on the CPU and mixed storage ty
   REQUIRE_THROWS_WITH(ops::linear_forward(cpu, mc, lw, nullptr, lo), Contains("linear forward") && Contains("CPU"));
   REQUIRE_THROWS_WITH(ops::max_pool2d_forward(gpu, xb, yf, PoolWindow{3, 1, 0}),
                       Contains("max_pool2d") && Contains("output is f32"));
+}
+
+TEST_CASE("gpu bf16: a convolution's cuDNN plan is keyed by its data type", "[gpu][bf16][conv]") {
+  Context gpu(Device::cuda(0), lockstep::testing::reference_options());
+  CudnnPlans& plans = *gpu.cuda()->plans;
+  const Shape xs{2, 3, 6, 5}, ws{4, 3, 3, 3}, ys{2, 4, 4, 3};
+  const std::vector<float> xv = random_values(xs.numel(), 31), wv = random_values(ws.numel(), 32);
+  Tensor xf = Tensor::from_vector(xs, rounded(xv)).to(Device::cuda(0));
+  Tensor wf = Tensor::from_vector(ws, rounded(wv)).to(Device::cuda(0));
+  Tensor yf = Tensor::empty(ys, Device::cuda(0));
+  ops::conv2d_forward(gpu, xf, wf, nullptr, yf, 1, 0);
+  REQUIRE(plans.conv_plan_count() == 1);
+  // The same geometry in bf16: a plan of its own (a float plan's descriptors
+  // would read the bf16 bits as floats), reused on the second call.
+  Tensor xb = Tensor::from_vector_bf16(xs, xv).to(Device::cuda(0));
+  Tensor wb = Tensor::from_vector_bf16(ws, wv).to(Device::cuda(0));
+  Tensor yb = Tensor::empty(ys, Device::cuda(0), DType::bf16);
+  ops::conv2d_forward(gpu, xb, wb, nullptr, yb, 1, 0);
+  REQUIRE(plans.conv_plan_count() == 2);
+  ops::conv2d_forward(gpu, xb, wb, nullptr, yb, 1, 0);
+  REQUIRE(plans.conv_plan_count() == 2);
+  // And the bf16 result is the f32 one (on the same bf16 values) rounded, within the bound.
+  CHECK(outside_bf16_bound(host(gpu, yb), rounded(host(gpu, yf)), "y") == 0);
 }

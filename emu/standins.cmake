@@ -17,7 +17,7 @@ target_link_libraries(lockstep_emu_cudnn PUBLIC lockstep_emu_cudart PRIVATE lock
 
 add_library(lockstep_emu_cublas STATIC
   ${_standins}/cublas/handle.cpp
-  ${_standins}/cublas/sgemm.cpp)
+  ${_standins}/cublas/gemm.cpp)
 target_link_libraries(lockstep_emu_cublas PUBLIC lockstep_emu_cudart PRIVATE PkgConfig::OPENBLAS)
 
 add_library(lockstep_emu_nccl STATIC

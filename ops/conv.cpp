@@ -7,6 +7,7 @@
 #include "ops/checks.h"
 #include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
+#include "ops/operand_dtype.h"
 #include "kernels/cpu/conv_cpu.h"
 #include "kernels/cpu/tensor_ops_cpu.h"
 
@@ -15,6 +16,7 @@
 #endif
 
 #if LOCKSTEP_WITH_CUDA
+#include "kernels/cuda/bf16_operands_cuda.h"
 #include "kernels/cuda/conv_cuda.h"
 #include "kernels/cuda/tensor_ops_cuda.h"
 #endif
@@ -61,6 +63,14 @@ cuda::ConvFormats conv_formats(const char* op, const Tensor& image, std::initial
                                const Tensor& filter) {
   return {check_format(op, image, others), filter.format()};
 }
+
+cuda::BiasRef bias_ref(const Tensor* bias) {
+  if (!bias) return {};
+  return {bias->raw(), bias->dtype() == DType::bf16};
+}
+
+const bf16_bits* bf16_in(const Tensor& t) { return t.bf16_data(); }
+bf16_bits* bf16_out(Tensor& t) { return t.bf16_data(); }
 #endif
 
 }  // namespace
@@ -81,20 +91,18 @@ ConvGeometry conv2d_geometry(const char* op, const Shape& x, const Shape& w, int
 void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int stride,
                     int padding) {
   const char* op = "conv2d forward";
-  check_tensor(op, ctx, "input", x);
-  check_tensor(op, ctx, "weight", w);
-  check_tensor(op, ctx, "output", y);
+  const DType dtype = operand_dtype(op, ctx, {{"input", &x}, {"weight", &w}, {"output", &y}});
   ConvGeometry g = conv2d_geometry(op, x.shape(), w.shape(), stride, padding);
   check_shape(op, "output", y, output_shape(g));
   if (bias) {
-    check_tensor(op, ctx, "bias", *bias);
+    check_bias_dtype(op, ctx, "bias", *bias, dtype);
     LS_CHECK(bias->shape() == Shape{g.out_channels}, op, ": bias ", bias->shape().str(), " for weight ",
              w.shape().str());
   }
-  const float* b = bias ? bias->data() : nullptr;
   check_format(op, x, {&y});
   dispatch(op, ctx,
            [&] {
+             const float* b = bias ? bias->data() : nullptr;
              CpuNchw c;
              const float *xs = c.in(x), *ws = c.in(w);
              float* ys = c.out(y, false);
@@ -105,16 +113,18 @@ void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
              c.finish();
            },
            LS_CUDA_TWIN(gpu, {
-             cuda::conv2d_forward(gpu, g, x.data(), w.data(), b, y.data(), conv_formats(op, x, {&y}, w));
+             const cuda::ConvFormats formats = conv_formats(op, x, {&y}, w);
+             if (dtype == DType::bf16)
+               cuda::conv2d_forward(gpu, g, bf16_in(x), bf16_in(w), bias_ref(bias), bf16_out(y), formats);
+             else
+               cuda::conv2d_forward(gpu, g, x.data(), w.data(), bias ? bias->data() : nullptr, y.data(), formats);
            }));
 }
 
 void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tensor& dx, int stride, int padding,
                           bool accumulate) {
   const char* op = "conv2d backward data";
-  check_tensor(op, ctx, "output gradient", dy);
-  check_tensor(op, ctx, "weight", w);
-  check_tensor(op, ctx, "input gradient", dx);
+  const DType dtype = operand_dtype(op, ctx, {{"output gradient", &dy}, {"weight", &w}, {"input gradient", &dx}});
   ConvGeometry g = conv2d_geometry(op, dx.shape(), w.shape(), stride, padding);
   check_shape(op, "output gradient", dy, output_shape(g));
   check_format(op, dy, {&dx});
@@ -130,15 +140,17 @@ void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tenso
              c.finish();
            },
            LS_CUDA_TWIN(gpu, {
-             cuda::conv2d_backward_data(gpu, g, dy.data(), w.data(), dx.data(), accumulate,
-                                        conv_formats(op, dy, {&dx}, w));
+             const cuda::ConvFormats formats = conv_formats(op, dy, {&dx}, w);
+             if (dtype == DType::bf16)
+               cuda::conv2d_backward_data(gpu, g, bf16_in(dy), bf16_in(w), bf16_out(dx), accumulate, formats);
+             else
+               cuda::conv2d_backward_data(gpu, g, dy.data(), w.data(), dx.data(), accumulate, formats);
            }));
 }
 
 void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dw, int stride, int padding) {
   const char* op = "conv2d backward filter";
-  check_tensor(op, ctx, "input", x);
-  check_tensor(op, ctx, "output gradient", dy);
+  const DType dtype = operand_dtype(op, ctx, {{"input", &x}, {"output gradient", &dy}});
   check_tensor(op, ctx, "weight gradient", dw);
   ConvGeometry g = conv2d_geometry(op, x.shape(), dw.shape(), stride, padding);
   check_shape(op, "output gradient", dy, output_shape(g));
@@ -155,13 +167,19 @@ void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Ten
              c.finish();
            },
            LS_CUDA_TWIN(gpu, {
-             cuda::conv2d_backward_filter(gpu, g, x.data(), dy.data(), dw.data(), conv_formats(op, x, {&dy}, dw));
+             const cuda::ConvFormats formats = conv_formats(op, x, {&dy}, dw);
+             if (dtype == DType::bf16) {
+               auto* dw_bf16 = reinterpret_cast<bf16_bits*>(ctx.workspace(sizeof(bf16_bits) * dw.numel()));
+               cuda::conv2d_backward_filter(gpu, g, bf16_in(x), bf16_in(dy), dw.data(), dw_bf16, formats);
+             } else {
+               cuda::conv2d_backward_filter(gpu, g, x.data(), dy.data(), dw.data(), formats);
+             }
            }));
 }
 
 void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
   const char* op = "conv2d backward bias";
-  check_tensor(op, ctx, "output gradient", dy);
+  const DType dtype = operand_dtype(op, ctx, {{"output gradient", &dy}});
   check_tensor(op, ctx, "bias gradient", db);
   LS_CHECK(dy.shape().rank() == 4, op, ": output gradient ", dy.shape().str(), " is not [N, O, OH, OW]");
   LS_CHECK(db.shape() == Shape{dy.dim(1)}, op, ": bias gradient ", db.shape().str(), " for output gradient ",
@@ -173,8 +191,20 @@ void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
              cpu::channel_sums(c.in(dy), n, channels, spatial, db.data());
            },
            LS_CUDA_TWIN(gpu, {
-             void* scratch = ctx.workspace(cuda::channel_sums_scratch_bytes(n, channels, spatial));
-             cuda::channel_sums(gpu.compute_stream, dy.data(), n, channels, spatial, db.data(), scratch, dy.format());
+             const size_t sums_bytes = cuda::channel_sums_scratch_bytes(n, channels, spatial);
+             if (dtype == DType::bf16) {
+               // dy widened into the workspace past the sums' scratch (at a 16-byte boundary), then
+               // summed as an f32 dy is: the same sums of the same (widened) values.
+               const size_t offset = (sums_bytes + 15) / 16 * 16;
+               char* scratch = reinterpret_cast<char*>(ctx.workspace(offset + sizeof(float) * dy.numel()));
+               auto* widened = reinterpret_cast<float*>(scratch + offset);
+               cuda::widen_bf16(gpu.compute_stream, dy.bf16_data(), widened, dy.numel(), false);
+               cuda::channel_sums(gpu.compute_stream, widened, n, channels, spatial, db.data(), scratch, dy.format());
+             } else {
+               void* scratch = ctx.workspace(sums_bytes);
+               cuda::channel_sums(gpu.compute_stream, dy.data(), n, channels, spatial, db.data(), scratch,
+                                  dy.format());
+             }
            }));
 }
 

@@ -7,6 +7,17 @@
 // the images (x, y, dy, dx) all NCHW or all NHWC; the filter (w, dw) either,
 // independently (NHWC: [O, K, K, C], as PyTorch's channels_last weights).
 // The CPU computes NHWC on NCHW copies (ops/cpu_nchw.h).
+//
+// Storage types (ops/operand_dtype.h): x, w, y, dx, dy all f32, or all bf16
+// on a GPU (cuDNN's PSEUDO_BFLOAT16_CONFIG: bf16 operands, FP32 accumulation,
+// each bf16 output rounded to nearest even once). With bf16 operands the
+// bias is f32 or bf16 (rounded to bf16 and added to the FP32 sum before its
+// one rounding), and dw and db stay f32: db is summed from dy widened, as
+// f32; dw comes from cuDNN in bf16 (its backward filter writes dw in x's and
+// dy's type, no float dw from bf16 inputs) and is widened, so each bf16
+// weight gradient is its FP32 sum rounded once to bf16, as PyTorch AMP's
+// convolution weight gradients are. bf16 tensors on the CPU, or mixed
+// operand types, are an Error naming the op.
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 #include "kernels/conv_geometry.h"

@@ -3,6 +3,14 @@
 // call (plus the bias) it maps to. Layouts: x [N, F], w [O, F], bias [O],
 // y [N, O]. Each throws lockstep::Error naming the op and the shapes when
 // they do not fit.
+//
+// Storage types (ops/operand_dtype.h): x, w, y, dx, dy all f32, or all bf16
+// on a GPU (cublasGemmEx with CUDA_R_16BF operands and CUBLAS_COMPUTE_32F:
+// FP32 accumulation, each bf16 output rounded to nearest even once). With
+// bf16 operands the bias is f32 or bf16 (rounded to bf16, added to the FP32
+// sum before its one rounding); dw and db stay f32, and dw is the FP32
+// product itself (cuBLAS writes a float C from bf16 A and B), not rounded to
+// bf16. bf16 tensors on the CPU, or mixed operand types, are an Error.
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 

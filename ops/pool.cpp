@@ -4,6 +4,7 @@
 #include "ops/checks.h"
 #include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
+#include "ops/operand_dtype.h"
 #include "kernels/cpu/pool_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -14,20 +15,46 @@ namespace lockstep::ops {
 
 namespace {
 
+struct Checked {
+  PoolGeometry g;
+  DType dtype;  // of every tensor: f32, or bf16 on a GPU
+};
+
 // Checks x, y (and dy, dx when given) against each other and returns the geometry.
-PoolGeometry checked_geometry(const char* op, Context& ctx, const Tensor& x, const Tensor& y, const Tensor* dy,
-                              const Tensor* dx, const PoolWindow& window) {
+Checked checked_geometry(const char* op, Context& ctx, const Tensor& x, const Tensor& y, const Tensor* dy,
+                         const Tensor* dx, const PoolWindow& window) {
+  const DType dtype = dy ? operand_dtype(op, ctx, {{"input", &x}, {"output", &y}, {"output gradient", dy},
+                                                   {"input gradient", dx}})
+                         : operand_dtype(op, ctx, {{"input", &x}, {"output", &y}});
   Shape out = pool_output_shape(op, x.shape(), window);
   check_shape(op, "output", y, out);
-  check_device(op, ctx, {&x, &y});
   if (dy) {
     check_shape(op, "output gradient", *dy, out);
     check_shape(op, "input gradient", *dx, x.shape());
-    check_device(op, ctx, {dy, dx});
   }
   check_format(op, x, {&y, dy, dx});
-  return pool_geometry(x.dim(0) * x.dim(1), x.dim(2), x.dim(3), window);
+  return {pool_geometry(x.dim(0) * x.dim(1), x.dim(2), x.dim(3), window), dtype};
 }
+
+#if LOCKSTEP_WITH_CUDA
+// The cuDNN pooling of either storage type (kernels/cuda/pool_cuda.h).
+void pool_forward_on(CudaState& gpu, const Checked& c, PoolMode mode, const Tensor& x, Tensor& y) {
+  if (c.dtype == DType::bf16)
+    cuda::pool2d_forward(gpu, c.g, mode, x.bf16_data(), y.bf16_data(), x.format(), x.dim(1));
+  else
+    cuda::pool2d_forward(gpu, c.g, mode, x.data(), y.data(), x.format(), x.dim(1));
+}
+
+void pool_backward_on(CudaState& gpu, const Checked& c, PoolMode mode, const Tensor& x, const Tensor& y,
+                      const Tensor& dy, Tensor& dx, bool accumulate) {
+  if (c.dtype == DType::bf16)
+    cuda::pool2d_backward(gpu, c.g, mode, x.bf16_data(), y.bf16_data(), dy.bf16_data(), dx.bf16_data(), accumulate,
+                          x.format(), x.dim(1));
+  else
+    cuda::pool2d_backward(gpu, c.g, mode, x.data(), y.data(), dy.data(), dx.data(), accumulate, x.format(),
+                          x.dim(1));
+}
+#endif
 
 }  // namespace
 
@@ -40,62 +67,56 @@ Shape pool_output_shape(const char* op, const Shape& x_shape, const PoolWindow& 
 
 void max_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
   const char* op = "max_pool2d";
-  PoolGeometry g = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
+  const Checked checked = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
+  const PoolGeometry& g = checked.g;
   dispatch(op, ctx,
            [&] {
              CpuNchw c;
              cpu::max_pool2d_forward(c.in(x), c.out(y, false), g);
              c.finish();
            },
-           LS_CUDA_TWIN(gpu, {
-             cuda::pool2d_forward(gpu, g, PoolMode::max, x.data(), y.data(), x.format(), x.dim(1));
-           }));
+           LS_CUDA_TWIN(gpu, { pool_forward_on(gpu, checked, PoolMode::max, x, y); }));
 }
 
 void max_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
   const char* op = "max_pool2d backward";
-  PoolGeometry g = checked_geometry(op, ctx, x, y, &dy, &dx, window);
+  const Checked checked = checked_geometry(op, ctx, x, y, &dy, &dx, window);
+  const PoolGeometry& g = checked.g;
   dispatch(op, ctx,
            [&] {
              CpuNchw c;
              cpu::max_pool2d_backward(c.in(x), c.in(dy), c.out(dx, accumulate), g, accumulate);
              c.finish();
            },
-           LS_CUDA_TWIN(gpu, {
-             cuda::pool2d_backward(gpu, g, PoolMode::max, x.data(), y.data(), dy.data(), dx.data(), accumulate,
-                                   x.format(), x.dim(1));
-           }));
+           LS_CUDA_TWIN(gpu, { pool_backward_on(gpu, checked, PoolMode::max, x, y, dy, dx, accumulate); }));
 }
 
 void avg_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y, const PoolWindow& window) {
   const char* op = "avg_pool2d";
-  PoolGeometry g = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
+  const Checked checked = checked_geometry(op, ctx, x, y, nullptr, nullptr, window);
+  const PoolGeometry& g = checked.g;
   dispatch(op, ctx,
            [&] {
              CpuNchw c;
              cpu::avg_pool2d_forward(c.in(x), c.out(y, false), g);
              c.finish();
            },
-           LS_CUDA_TWIN(gpu, {
-             cuda::pool2d_forward(gpu, g, PoolMode::average, x.data(), y.data(), x.format(), x.dim(1));
-           }));
+           LS_CUDA_TWIN(gpu, { pool_forward_on(gpu, checked, PoolMode::average, x, y); }));
 }
 
 void avg_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                          const PoolWindow& window, bool accumulate) {
   const char* op = "avg_pool2d backward";
-  PoolGeometry g = checked_geometry(op, ctx, x, y, &dy, &dx, window);
+  const Checked checked = checked_geometry(op, ctx, x, y, &dy, &dx, window);
+  const PoolGeometry& g = checked.g;
   dispatch(op, ctx,
            [&] {
              CpuNchw c;
              cpu::avg_pool2d_backward(c.in(dy), c.out(dx, accumulate), g, accumulate);
              c.finish();
            },
-           LS_CUDA_TWIN(gpu, {
-             cuda::pool2d_backward(gpu, g, PoolMode::average, x.data(), y.data(), dy.data(), dx.data(), accumulate,
-                                   x.format(), x.dim(1));
-           }));
+           LS_CUDA_TWIN(gpu, { pool_backward_on(gpu, checked, PoolMode::average, x, y, dy, dx, accumulate); }));
 }
 
 void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {

@@ -3,6 +3,10 @@
 // resolved (stride >= 1); a window or image that does not fit throws an Error
 // naming the op, the shapes and the window. Backward writes dx, or adds to it
 // when `accumulate`. x and y are passed to backward because cuDNN reads them.
+// Max and average pooling take tensors all f32, or all bf16 on a GPU (cuDNN
+// computes bf16 pooling in FP32 and rounds each output once: a max is exact);
+// bf16 on the CPU or mixed types are an Error naming the op
+// (ops/operand_dtype.h).
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 #include "kernels/pool_geometry.h"

@@ -63,9 +63,46 @@ const Algorithm kBackwardFilter[] = {
     {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, false, false, CUDNN_DETERMINISTIC},
 };
 
-cudnnStatus_t check_aligned(const void* p, const char* call, const char* what) {
-  if (reinterpret_cast<uintptr_t>(p) % alignof(float) != 0)
-    return fail(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER, at(call, std::string(what) + " is not float-aligned"));
+cudnnStatus_t check_aligned(const void* p, size_t alignment, const char* call, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % alignment != 0)
+    return fail(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER,
+                at(call, std::string(what) + " is not aligned to its " + std::to_string(alignment) + "-byte elements"));
+  return CUDNN_STATUS_SUCCESS;
+}
+
+const char* type_name(cudnnDataType_t t) {
+  switch (t) {
+    case CUDNN_DATA_FLOAT: return "CUDNN_DATA_FLOAT";
+    case CUDNN_DATA_BFLOAT16: return "CUDNN_DATA_BFLOAT16";
+    case CUDNN_DATA_HALF: return "CUDNN_DATA_HALF";
+    case CUDNN_DATA_DOUBLE: return "CUDNN_DATA_DOUBLE";
+    default: return "another data type";
+  }
+}
+
+// The data-type configurations of cuDNN's legacy convolutions (the cuDNN API
+// reference, cudnn_cnn library: the "Supported configurations" tables of
+// cudnnConvolutionForward, cudnnConvolutionBackwardData and
+// cudnnConvolutionBackwardFilter): x, w and y (dx, dy, dw) share one data
+// type, and the convolution descriptor names the compute type. Of them the
+// stand-in computes FLOAT_CONFIG (float data, float compute) and
+// PSEUDO_BFLOAT16_CONFIG (bf16 data, float compute). There is no
+// configuration with bf16 x and dy and a float dw, nor a bf16 compute type:
+// cuDNN refuses those, so the stand-in does too (NOT_SUPPORTED_DATA_TYPE).
+cudnnStatus_t check_types(const char* call, const Names& n, cudnnDataType_t x, cudnnDataType_t w, cudnnDataType_t y,
+                          cudnnDataType_t compute) {
+  if (x != w || y != x)
+    return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE,
+                at(call, std::string(n.x) + " " + type_name(x) + ", " + n.w + " " + type_name(w) + " and " + n.y +
+                             " " + type_name(y) + ": a convolution's tensors share one data type"));
+  if (x != CUDNN_DATA_FLOAT && x != CUDNN_DATA_BFLOAT16)
+    return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE,
+                at(call, std::string(type_name(x)) + " data is not emulated (float and bf16 are)"));
+  if (compute != CUDNN_DATA_FLOAT)
+    return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE,
+                at(call, std::string(type_name(x)) + " data needs a CUDNN_DATA_FLOAT compute type (" +
+                             (x == CUDNN_DATA_FLOAT ? "FLOAT_CONFIG" : "PSEUDO_BFLOAT16_CONFIG") + "), not " +
+                             type_name(compute)));
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -87,13 +124,9 @@ cudnnStatus_t resolve(Direction direction, const char* call, cudnnTensorDescript
   if (cudnnStatus_t s = check_tensor(y, call, n.y)) return s;
   if (!w || !conv) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, at(call, "filter or convolution descriptor is null"));
   if (!w->set || !conv->set) return fail(CUDNN_STATUS_BAD_PARAM, at(call, "filter or convolution descriptor never set"));
-  if (w->type != CUDNN_DATA_FLOAT)
-    return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, at(call, "the filter is not CUDNN_DATA_FLOAT"));
+  if (cudnnStatus_t s = check_types(call, n, x->type, w->type, y->type, conv->compute)) return s;
   if (w->format == CUDNN_TENSOR_NCHW_VECT_C)
     return fail(CUDNN_STATUS_NOT_SUPPORTED_LAYOUT, at(call, "CUDNN_TENSOR_NCHW_VECT_C filters are not emulated"));
-  if (conv->compute != CUDNN_DATA_FLOAT)
-    return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE,
-                at(call, "float data needs a CUDNN_DATA_FLOAT compute type (TRUE_FLOAT_CONFIG)"));
   if (conv->groups != 1)
     return fail(CUDNN_STATUS_NOT_SUPPORTED,
                 at(call, "group count " + std::to_string(conv->groups) + " (the emulator computes groups of 1)"));
@@ -171,8 +204,9 @@ cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, 
   if (cudnnStatus_t s = check_device_pointer(ptr.in_a, a_bytes, device, call, a_name)) return s;
   if (cudnnStatus_t s = check_device_pointer(ptr.in_b, b_bytes, device, call, b_name)) return s;
   if (cudnnStatus_t s = check_device_pointer(ptr.out, out_bytes, device, call, out_name)) return s;
+  const size_t alignment = element_bytes(p.x.type);
   for (auto [q, name] : {std::pair<const void*, const char*>{ptr.in_a, a_name}, {ptr.in_b, b_name}, {ptr.out, out_name}})
-    if (cudnnStatus_t s = check_aligned(q, call, name)) return s;
+    if (cudnnStatus_t s = check_aligned(q, alignment, call, name)) return s;
   if (self_overlapping(*out_layout))
     return fail(CUDNN_STATUS_BAD_PARAM, at(call, std::string(out_name) + "'s strides make elements overlap"));
   if (ranges_overlap(ptr.out, out_bytes, ptr.in_a, a_bytes) || ranges_overlap(ptr.out, out_bytes, ptr.in_b, b_bytes))
@@ -187,7 +221,7 @@ cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, 
     if (!workspace)
       return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, at(call, "workspace is null but its size is not 0"));
     if (cudnnStatus_t s = check_device_pointer(workspace, workspace_size, device, call, "workspace")) return s;
-    if (cudnnStatus_t s = check_aligned(workspace, call, "workspace")) return s;
+    if (cudnnStatus_t s = check_aligned(workspace, alignof(float), call, "workspace")) return s;
   }
 
   const bool use_workspace = a.uses_workspace;
@@ -201,13 +235,14 @@ cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, 
       scratch = own_scratch.data();
     }
     std::vector<float> xs(size_t(tensor_count(p.x))), ys(size_t(tensor_count(p.y))), ws(size_t(tensor_count(p.w)));
-    const bool tf32 = tf32_operands(p.math);
+    // bf16 operands are TF32 values already: only float ones are rounded.
+    const bool tf32 = tf32_operands(p.math) && p.x.type == CUDNN_DATA_FLOAT;
     // The two operands of the direction, gathered from their layouts and, in
     // TF32 math, rounded as the tensor cores take them.
     auto operands = [&](std::vector<float>& a, const cudnnTensorStruct& a_layout, std::vector<float>& b,
                         const cudnnTensorStruct& b_layout) {
-      gather(a_layout, static_cast<const float*>(ptr.in_a), a.data());
-      gather(b_layout, static_cast<const float*>(ptr.in_b), b.data());
+      gather(a_layout, ptr.in_a, a.data());
+      gather(b_layout, ptr.in_b, b.data());
       if (tf32) {
         round_to_tf32(a);
         round_to_tf32(b);
@@ -217,17 +252,17 @@ cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, 
       case Direction::forward:
         operands(xs, p.x, ws, p.w);
         cpu::conv2d_forward(g, xs.data(), ws.data(), nullptr, ys.data(), scratch);
-        blend(p.y, ys.data(), alpha, beta, static_cast<float*>(ptr.out));
+        blend(p.y, ys.data(), alpha, beta, ptr.out);
         break;
       case Direction::backward_data:
         operands(ws, p.w, ys, p.y);
         cpu::conv2d_backward_data(g, ys.data(), ws.data(), xs.data(), false, scratch);
-        blend(p.x, xs.data(), alpha, beta, static_cast<float*>(ptr.out));
+        blend(p.x, xs.data(), alpha, beta, ptr.out);
         break;
       case Direction::backward_filter:
         operands(xs, p.x, ys, p.y);
         cpu::conv2d_backward_filter(g, xs.data(), ys.data(), ws.data(), scratch);
-        blend(p.w, ws.data(), alpha, beta, static_cast<float*>(ptr.out));
+        blend(p.w, ws.data(), alpha, beta, ptr.out);
         break;
     }
     if (elapsed_ms)

@@ -61,16 +61,19 @@ cudnnStatus_t check_device_pointer(const void* p, size_t bytes, int device, cons
 cudnnStatus_t check_tensor(cudnnTensorDescriptor_t d, const char* call, const char* what) {
   if (!d) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, std::string(call) + ": " + what + " descriptor is null");
   if (!d->set) return fail(CUDNN_STATUS_BAD_PARAM, std::string(call) + ": " + what + " descriptor was never set");
-  if (d->type != CUDNN_DATA_FLOAT)
+  if (d->type != CUDNN_DATA_FLOAT && d->type != CUDNN_DATA_BFLOAT16)
     return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE,
-                std::string(call) + ": " + what + " is not CUDNN_DATA_FLOAT (the emulator computes float only)");
+                std::string(call) + ": " + what +
+                    " is neither CUDNN_DATA_FLOAT nor CUDNN_DATA_BFLOAT16 (the emulator computes those only)");
   return CUDNN_STATUS_SUCCESS;
 }
+
+size_t element_bytes(cudnnDataType_t type) { return type == CUDNN_DATA_BFLOAT16 ? 2 : sizeof(float); }
 
 size_t tensor_span_bytes(const cudnnTensorStruct& t) {
   int64_t last = 0;
   for (int i = 0; i < 4; ++i) last += int64_t(t.dims[i] - 1) * t.strides[i];
-  return size_t(last + 1) * sizeof(float);
+  return size_t(last + 1) * element_bytes(t.type);
 }
 
 int64_t tensor_count(const cudnnTensorStruct& t) { return int64_t(t.dims[0]) * t.dims[1] * t.dims[2] * t.dims[3]; }

@@ -61,10 +61,16 @@ cudnnStatus_t check_handle(cudnnHandle_t handle, const char* call);
 // `p` (with `bytes` bytes from it) is device memory of `device`.
 cudnnStatus_t check_device_pointer(const void* p, size_t bytes, int device, const char* call, const char* what);
 
-// A set, float descriptor (the only data type the stand-in computes).
+// A set descriptor of a data type the stand-in computes: CUDNN_DATA_FLOAT or
+// CUDNN_DATA_BFLOAT16 (read widened exactly, computed in FP32, rounded to
+// nearest even when stored). Whether a call takes that type with its other
+// operands is the call's own check (PSEUDO_BFLOAT16_CONFIG and the like).
 cudnnStatus_t check_tensor(cudnnTensorDescriptor_t d, const char* call, const char* what);
 
-// The bytes a strided tensor spans: (the offset of its last element + 1) * 4.
+// Bytes per element of a data type the stand-in computes (4 or 2).
+size_t element_bytes(cudnnDataType_t type);
+
+// The bytes a strided tensor spans: (the offset of its last element + 1) * its element size.
 size_t tensor_span_bytes(const cudnnTensorStruct& t);
 int64_t tensor_count(const cudnnTensorStruct& t);
 std::string dims_text(const int dims[4]);

@@ -4,32 +4,47 @@
 #include <cstdint>
 #include <utility>
 
+#include "kernels/bf16_math.h"
+
 namespace lockstep::emu::cudnn {
 
-void gather(const cudnnTensorStruct& t, const float* src, float* packed) {
+namespace {
+
+// The strided walk both directions share: f(element of the layout, index in packed order).
+template <typename T, typename F> void walk(const cudnnTensorStruct& t, T* base, F&& f) {
   const int* d = t.dims;
   const int* s = t.strides;
+  int64_t i = 0;
   for (int n = 0; n < d[0]; ++n)
     for (int c = 0; c < d[1]; ++c)
       for (int h = 0; h < d[2]; ++h) {
-        const float* row = src + int64_t(n) * s[0] + int64_t(c) * s[1] + int64_t(h) * s[2];
-        for (int w = 0; w < d[3]; ++w) *packed++ = row[int64_t(w) * s[3]];
+        T* row = base + int64_t(n) * s[0] + int64_t(c) * s[1] + int64_t(h) * s[2];
+        for (int w = 0; w < d[3]; ++w) f(row[int64_t(w) * s[3]], i++);
       }
 }
 
-void blend(const cudnnTensorStruct& t, const float* packed, float alpha, float beta, float* dst) {
-  const int* d = t.dims;
-  const int* s = t.strides;
-  for (int n = 0; n < d[0]; ++n)
-    for (int c = 0; c < d[1]; ++c)
-      for (int h = 0; h < d[2]; ++h) {
-        float* row = dst + int64_t(n) * s[0] + int64_t(c) * s[1] + int64_t(h) * s[2];
-        for (int w = 0; w < d[3]; ++w) {
-          float& out = row[int64_t(w) * s[3]];
-          const float v = alpha * *packed++;
-          out = beta == 0.0f ? v : v + beta * out;
-        }
-      }
+}  // namespace
+
+void gather(const cudnnTensorStruct& t, const void* src, float* packed) {
+  if (t.type == CUDNN_DATA_BFLOAT16)
+    walk(t, static_cast<const lockstep::bf16_bits*>(src),
+         [&](lockstep::bf16_bits v, int64_t i) { packed[i] = lockstep::bf16_to_float(v); });
+  else
+    walk(t, static_cast<const float*>(src), [&](float v, int64_t i) { packed[i] = v; });
+}
+
+void blend(const cudnnTensorStruct& t, const float* packed, float alpha, float beta, void* dst) {
+  if (t.type == CUDNN_DATA_BFLOAT16) {
+    walk(t, static_cast<lockstep::bf16_bits*>(dst), [&](lockstep::bf16_bits& out, int64_t i) {
+      const float v = alpha * packed[i];
+      out = lockstep::float_to_bf16(beta == 0.0f ? v : v + beta * lockstep::bf16_to_float(out));
+    });
+  } else {
+    walk(t, static_cast<float*>(dst), [&](float& out, int64_t i) {
+      const float v = alpha * packed[i];
+      out = beta == 0.0f ? v : v + beta * out;
+    });
+  }
 }
 
 bool self_overlapping(const cudnnTensorStruct& t) {

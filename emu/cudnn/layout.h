@@ -9,13 +9,15 @@
 
 namespace lockstep::emu::cudnn {
 
-// packed[n][c][h][w] = src[n*ns + c*cs + h*hs + w*ws]
-void gather(const cudnnTensorStruct& t, const float* src, float* packed);
+// packed[n][c][h][w] = src[n*ns + c*cs + h*hs + w*ws], src of t's data type
+// (float, or bf16 widened exactly).
+void gather(const cudnnTensorStruct& t, const void* src, float* packed);
 
-// dst = alpha * packed + beta * dst over the strided layout; with beta == 0
-// dst is written without being read (NaN or garbage there does not leak in),
-// as cuDNN documents for its blending scalars.
-void blend(const cudnnTensorStruct& t, const float* packed, float alpha, float beta, float* dst);
+// dst = alpha * packed + beta * dst over the strided layout, computed in
+// float and, for a bf16 dst, rounded to nearest even once when stored; with
+// beta == 0 dst is written without being read (NaN or garbage there does not
+// leak in), as cuDNN documents for its blending scalars.
+void blend(const cudnnTensorStruct& t, const float* packed, float alpha, float beta, void* dst);
 
 // True when two elements of the tensor share an address (an output written
 // through such a layout would race on a GPU).

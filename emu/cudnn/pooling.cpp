@@ -29,6 +29,9 @@ cudnnStatus_t resolve(const char* call, cudnnPoolingDescriptor_t pool, cudnnTens
   if (!pool->set) return fail(CUDNN_STATUS_BAD_PARAM, at(call, "pooling descriptor never set"));
   if (cudnnStatus_t s = check_tensor(x, call, "x")) return s;
   if (cudnnStatus_t s = check_tensor(y, call, "y")) return s;
+  // cudnnPoolingForward/Backward's configurations give x and y (dx, dy) one
+  // data type: float, or bf16 computed in float (PSEUDO_BFLOAT16_CONFIG).
+  if (x->type != y->type) return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, at(call, "x and y differ in data type"));
   const bool max = pool->mode == CUDNN_POOLING_MAX || pool->mode == CUDNN_POOLING_MAX_DETERMINISTIC;
   if (pool->mode == CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING)
     return fail(CUDNN_STATUS_NOT_SUPPORTED, at(call, "CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING is not emulated"));
@@ -84,8 +87,8 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
   if (ranges_overlap(y, tensor_span_bytes(p.y), x, tensor_span_bytes(p.x)))
     return fail(CUDNN_STATUS_BAD_PARAM, at(call, "y overlaps x (not in place)"));
   const float a = scalar(alpha), b = scalar(beta);
-  auto in = static_cast<const float*>(x);
-  auto out = static_cast<float*>(y);
+  const void* in = x;
+  void* out = y;
   return queue(handle, call, [p, a, b, in, out] {
     std::vector<float> xs(size_t(tensor_count(p.x))), ys(size_t(tensor_count(p.y)));
     gather(p.x, in, xs.data());
@@ -108,6 +111,8 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
   if (cudnnStatus_t s = resolve(call, pool, xd, yd, p)) return s;
   if (cudnnStatus_t s = check_tensor(dyd, call, "dy")) return s;
   if (cudnnStatus_t s = check_tensor(dxd, call, "dx")) return s;
+  if (dyd->type != p.x.type || dxd->type != p.x.type)
+    return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, at(call, "dy and dx must have x's and y's data type"));
   if (!same_dims(*dyd, p.y) || !same_dims(*dxd, p.x))
     return fail(CUDNN_STATUS_BAD_PARAM, at(call, "dy " + dims_text(dyd->dims) + " and dx " + dims_text(dxd->dims) +
                                                      " must have the extents of y " + dims_text(p.y.dims) +
@@ -124,9 +129,8 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
       ranges_overlap(dx, dx_bytes, x, tensor_span_bytes(p.x)) || ranges_overlap(dx, dx_bytes, y, tensor_span_bytes(p.y)))
     return fail(CUDNN_STATUS_BAD_PARAM, at(call, "dx overlaps an input (not in place)"));
   const float a = scalar(alpha), b = scalar(beta);
-  auto xin = static_cast<const float*>(x);
-  auto dyin = static_cast<const float*>(dy);
-  auto out = static_cast<float*>(dx);
+  const void *xin = x, *dyin = dy;
+  void* out = dx;
   return queue(handle, call, [p, dy_layout, dx_layout, a, b, xin, dyin, out] {
     std::vector<float> xs(size_t(tensor_count(p.x))), dys(size_t(tensor_count(p.y))), dxs(xs.size());
     gather(dy_layout, dyin, dys.data());

@@ -4,8 +4,10 @@
 // the context's compute stream with the descriptors and algorithms of
 // CudnnPlans (kernels/cuda/cudnn_plans.h). ops/ checks the tensors
 // before it calls these.
-#include "kernels/cuda/cudnn_plans.h"
+#include "kernels/bf16_math.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/cuda/bf16_operands_cuda.h"
+#include "kernels/cuda/cudnn_plans.h"
 
 namespace lockstep {
 class CudaLibraries;
@@ -29,5 +31,21 @@ void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const flo
 // dw = dL/dw, written.
 void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const float* x, const float* dy, float* dw,
                             ConvFormats formats = {});
+
+// The same with bf16 tensors (raw bf16 bits), cuDNN's PSEUDO_BFLOAT16_CONFIG:
+// bf16 operands, FP32 accumulation, each bf16 output rounded to nearest once.
+// Forward: y = round(conv(x, w) + bias), the bias (FP32, rounded to bf16, or
+// bf16) broadcast into y first and the convolution blended onto it.
+void conv2d_forward(CudaLibraries& state, const ConvGeometry& g, const bf16_bits* x, const bf16_bits* w,
+                    BiasRef bias, bf16_bits* y, ConvFormats formats = {});
+// dx = round(dL/dx), or round(dx + dL/dx) when `accumulate`.
+void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const bf16_bits* dy, const bf16_bits* w,
+                          bf16_bits* dx, bool accumulate, ConvFormats formats = {});
+// cuDNN has no configuration writing a float dw from bf16 x and dy (its
+// backward filter takes x, dy and dw of one type), so dw is computed in bf16
+// into `dw_bf16` (weight_numel elements of device scratch) and widened into
+// the FP32 dw: each weight gradient is its FP32 sum rounded once to bf16.
+void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const bf16_bits* x, const bf16_bits* dy,
+                            float* dw, bf16_bits* dw_bf16, ConvFormats formats = {});
 
 }  // namespace lockstep::cuda

@@ -51,7 +51,7 @@ struct Forward {
     return cudnnGetConvolutionForwardWorkspaceSize(h, p.x.get(), p.w.get(), p.desc(ConvDirection::forward), p.y.get(),
                                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
   }
-  static size_t output_bytes(const ConvGeometry& g) { return 4 * size_t(g.batch * g.out_sample()); }
+  static size_t output_elements(const ConvGeometry& g) { return size_t(g.batch * g.out_sample()); }
 };
 
 struct BackwardData {
@@ -72,7 +72,7 @@ struct BackwardData {
                                                         p.x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
                                                         bytes);
   }
-  static size_t output_bytes(const ConvGeometry& g) { return 4 * size_t(g.batch * g.in_sample()); }
+  static size_t output_elements(const ConvGeometry& g) { return size_t(g.batch * g.in_sample()); }
 };
 
 struct BackwardFilter {
@@ -94,7 +94,7 @@ struct BackwardFilter {
                                                           p.desc(ConvDirection::backward_filter), p.w.get(),
                                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
   }
-  static size_t output_bytes(const ConvGeometry& g) { return 4 * size_t(g.weight_numel()); }
+  static size_t output_elements(const ConvGeometry& g) { return size_t(g.weight_numel()); }
 };
 
 bool uses_tensor_cores(cudnnMathType_t math) {
@@ -118,10 +118,17 @@ struct Scratch {
   size_t bytes = 0;
 };
 
-template <typename Perf> bool acceptable(const Perf& p, const CudaLibraries& o, size_t workspace_cap) {
+// Tensor-core math changes a float convolution's operands (TF32); a bf16
+// one's it leaves exact, so only float plans honour allow_tf32.
+bool tensor_cores_allowed(const CudaLibraries& o, const ConvPlan& plan) {
+  return o.allow_tf32 || plan.type == CUDNN_DATA_BFLOAT16;
+}
+
+template <typename Perf>
+bool acceptable(const Perf& p, const CudaLibraries& o, const ConvPlan& plan, size_t workspace_cap) {
   if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspace_cap) return false;
   if (o.deterministic && p.determinism != CUDNN_DETERMINISTIC) return false;
-  if (!o.allow_tf32 && uses_tensor_cores(p.mathType)) return false;
+  if (!tensor_cores_allowed(o, plan) && uses_tensor_cores(p.mathType)) return false;
   return true;
 }
 
@@ -138,7 +145,7 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   std::vector<Perf> candidates;
   size_t most_workspace = 0;
   for (int i = 0; i < listed_count; ++i)
-    if (acceptable(listed[i], options, limit)) {
+    if (acceptable(listed[i], options, plan, limit)) {
       candidates.push_back(listed[i]);
       most_workspace = std::max(most_workspace, listed[i].memory);
     }
@@ -154,7 +161,7 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   bool have_scratch = true;
   try {
     scratch.allocate(most_workspace);
-    if (!buffers.output) scratch_output.allocate(Dir::output_bytes(plan.geometry));
+    if (!buffers.output) scratch_output.allocate(Dir::output_elements(plan.geometry) * cudnn_element_bytes(plan.type));
   } catch (const Error&) {
     have_scratch = false;  // short of memory: keep the heuristics' choice
   }
@@ -168,7 +175,7 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
     LS_CUDA_CHECK(cudaStreamSynchronize(state.compute_stream));
     if (status == CUDNN_STATUS_SUCCESS) {
       for (int i = 0; i < timed_count; ++i)
-        if (acceptable(timed[i], options, most_workspace)) {
+        if (acceptable(timed[i], options, plan, most_workspace)) {
           best = timed[i];
           break;
         }
@@ -179,8 +186,8 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   chosen.chosen = true;
   chosen.algo = static_cast<int>(best.algo);
   // TF32 off: FMA math whatever the search reported (a default-math result
-  // on Ampere and later could otherwise take the TF32 path).
-  chosen.math = options.allow_tf32 ? best.mathType : CUDNN_FMA_MATH;
+  // on Ampere and later could otherwise take the TF32 path); bf16 keeps it.
+  chosen.math = tensor_cores_allowed(options, plan) ? best.mathType : CUDNN_FMA_MATH;
   LS_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.desc(direction), chosen.math));
   LS_CUDNN_CHECK(Dir::workspace(handle, plan, chosen.algo, &chosen.workspace_bytes));
   chosen.workspace_bytes = std::max(chosen.workspace_bytes, static_cast<size_t>(best.memory));
@@ -196,29 +203,34 @@ cudnnTensorFormat_t cudnn_format(MemoryFormat format) {
 }
 }  // namespace
 
-TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w, MemoryFormat format) {
+size_t cudnn_element_bytes(cudnnDataType_t type) { return type == CUDNN_DATA_BFLOAT16 ? 2 : sizeof(float); }
+
+TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w, MemoryFormat format,
+                                        cudnnDataType_t type) {
   cudnnTensorDescriptor_t raw = nullptr;
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&raw));
   TensorDescriptor desc(raw);
-  LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(raw, cudnn_format(format), CUDNN_DATA_FLOAT, to_int(n, "batch"),
+  LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(raw, cudnn_format(format), type, to_int(n, "batch"),
                                             to_int(c, "channels"), to_int(h, "height"), to_int(w, "width")));
   return desc;
 }
 
-ConvPlan& CudnnPlans::conv(const ConvGeometry& g, MemoryFormat format, MemoryFormat filter_format) {
+ConvPlan& CudnnPlans::conv(const ConvGeometry& g, MemoryFormat format, MemoryFormat filter_format,
+                           cudnnDataType_t type) {
   ConvKey key{g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding, format,
-              filter_format};
+              filter_format, type};
   auto it = conv_.find(key);
   if (it != conv_.end()) return *it->second;
 
   auto plan = std::make_unique<ConvPlan>();
   plan->geometry = g;
-  plan->x = make_tensor_descriptor(g.batch, g.in_channels, g.in_h, g.in_w, format);
-  plan->y = make_tensor_descriptor(g.batch, g.out_channels, g.out_h, g.out_w, format);
+  plan->type = type;
+  plan->x = make_tensor_descriptor(g.batch, g.in_channels, g.in_h, g.in_w, format, type);
+  plan->y = make_tensor_descriptor(g.batch, g.out_channels, g.out_h, g.out_w, format, type);
   cudnnFilterDescriptor_t filter = nullptr;
   LS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter));
   plan->w = FilterDescriptor(filter);
-  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, CUDNN_DATA_FLOAT, cudnn_format(filter_format),
+  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, type, cudnn_format(filter_format),
                                             to_int(g.out_channels, "output channels"),
                                             to_int(g.in_channels, "input channels"), to_int(g.kernel, "kernel"),
                                             to_int(g.kernel, "kernel")));
@@ -226,7 +238,8 @@ ConvPlan& CudnnPlans::conv(const ConvGeometry& g, MemoryFormat format, MemoryFor
     cudnnConvolutionDescriptor_t conv = nullptr;
     LS_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     d = ConvolutionDescriptor(conv);
-    // Cross-correlation, as the CPU reference (and every framework) computes.
+    // Cross-correlation, as the CPU reference (and every framework) computes;
+    // FP32 compute for float and bf16 data alike (FLOAT_CONFIG, PSEUDO_BFLOAT16_CONFIG).
     LS_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, to_int(g.padding, "padding"), to_int(g.padding, "padding"),
                                                    to_int(g.stride, "stride"), to_int(g.stride, "stride"), 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -236,12 +249,13 @@ ConvPlan& CudnnPlans::conv(const ConvGeometry& g, MemoryFormat format, MemoryFor
   return ref;
 }
 
-PoolPlan& CudnnPlans::pool(const PoolGeometry& g, PoolMode mode, MemoryFormat format, int64_t channels) {
+PoolPlan& CudnnPlans::pool(const PoolGeometry& g, PoolMode mode, MemoryFormat format, int64_t channels,
+                           cudnnDataType_t type) {
   LS_CHECK(format == MemoryFormat::nchw || (channels > 0 && g.planes % channels == 0), "NHWC pooling of ", g.planes,
            " planes in ", channels, " channels");
   if (format == MemoryFormat::nchw) channels = 1;  // the NCHW plan does not depend on it
   PoolKey key{g.planes, g.in_h, g.in_w, g.window.kernel, g.window.stride, g.window.padding, static_cast<int>(mode),
-              format, channels};
+              format, channels, type};
   auto it = pool_.find(key);
   if (it != pool_.end()) return *it->second;
 
@@ -249,8 +263,8 @@ PoolPlan& CudnnPlans::pool(const PoolGeometry& g, PoolMode mode, MemoryFormat fo
   // Pooling treats every channel of every sample alike: in NCHW, one plane per
   // "sample". NHWC interleaves the channels, so it needs the true [N, C].
   const int64_t n = g.planes / channels;
-  plan->x = make_tensor_descriptor(n, channels, g.in_h, g.in_w, format);
-  plan->y = make_tensor_descriptor(n, channels, g.out_h, g.out_w, format);
+  plan->x = make_tensor_descriptor(n, channels, g.in_h, g.in_w, format, type);
+  plan->y = make_tensor_descriptor(n, channels, g.out_h, g.out_w, format, type);
   cudnnPoolingDescriptor_t pool = nullptr;
   LS_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool));
   plan->pool = PoolingDescriptor(pool);
@@ -271,8 +285,8 @@ const ConvAlgorithm& conv_algorithm(CudaLibraries& state, ConvPlan& plan, ConvDi
   ConvAlgorithm& slot = plan.choice(direction);
   if (slot.chosen) return slot;
   // Search with the math the context allows; the choice then fixes it.
-  LS_CUDNN_CHECK(
-      cudnnSetConvolutionMathType(plan.desc(direction), state.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.desc(direction),
+                                             tensor_cores_allowed(state, plan) ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   switch (direction) {
     case ConvDirection::forward: slot = choose<Forward>(state, plan, direction, buffers); break;
     case ConvDirection::backward_data: slot = choose<BackwardData>(state, plan, direction, buffers); break;

@@ -16,6 +16,13 @@
 // the heuristics' first acceptable choice is used untimed. Math: TF32 allowed
 // runs cuDNN's default math (tensor cores may do FP32 convolutions in TF32);
 // TF32 off runs CUDNN_FMA_MATH, plain FP32 arithmetic.
+//
+// Data types: every plan is FLOAT_CONFIG (float tensors, float compute) or
+// PSEUDO_BFLOAT16_CONFIG (bf16 tensors, float compute: the cuDNN API
+// reference's supported configurations of each convolution direction and of
+// pooling). The type is part of every key. A bf16 plan's algorithms are not
+// filtered by allow_tf32: tensor cores take bf16 operands exactly and
+// accumulate in FP32 whatever the math type, which stays the search's.
 #include <cudnn.h>
 
 #include <compare>
@@ -64,10 +71,22 @@ using FilterDescriptor = CudnnDescriptor<cudnnFilterDescriptor_t, cudnnDestroyFi
 using ConvolutionDescriptor = CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 using PoolingDescriptor = CudnnDescriptor<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 
-// A packed float tensor descriptor of logical [n, c, h, w], stored as `format`
-// (CUDNN_TENSOR_NCHW or CUDNN_TENSOR_NHWC).
+// A packed tensor descriptor of logical [n, c, h, w], stored as `format`
+// (CUDNN_TENSOR_NCHW or CUDNN_TENSOR_NHWC), of elements `type`
+// (CUDNN_DATA_FLOAT or CUDNN_DATA_BFLOAT16).
 TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w,
-                                        MemoryFormat format = MemoryFormat::nchw);
+                                        MemoryFormat format = MemoryFormat::nchw,
+                                        cudnnDataType_t type = CUDNN_DATA_FLOAT);
+
+// The cuDNN data type of a tensor's elements: float, or bf16 held as raw bits
+// (bf16_bits, kernels/bf16_math.h).
+template <typename T> constexpr cudnnDataType_t cudnn_data_type() {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 2, "float or bf16_bits");
+  return sizeof(T) == 4 ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16;
+}
+
+// Bytes per element of CUDNN_DATA_FLOAT (4) or CUDNN_DATA_BFLOAT16 (2).
+size_t cudnn_element_bytes(cudnnDataType_t type);
 
 enum class ConvDirection { forward, backward_data, backward_filter };
 
@@ -82,6 +101,7 @@ struct ConvAlgorithm {
 
 struct ConvPlan {
   ConvGeometry geometry;
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;  // of x, w, y and their gradients; compute is FLOAT
   TensorDescriptor x, y;  // input [N, C, H, W] and output [N, O, OH, OW], in the plan's format
   FilterDescriptor w;     // [O, C, K, K] as KCRS, or KRSC ([O, K, K, C]) for an NHWC filter
   // One convolution descriptor per direction: each carries the math type of
@@ -105,18 +125,20 @@ enum class PoolMode { max, average };
 class CudnnPlans {
 public:
   // The plan for a convolution of this geometry (descriptors made on first
-  // use), x and y stored as `format`, the filter as `filter_format`.
+  // use), x and y stored as `format`, the filter as `filter_format`, every
+  // tensor of data type `type`.
   ConvPlan& conv(const ConvGeometry& g, MemoryFormat format = MemoryFormat::nchw,
-                 MemoryFormat filter_format = MemoryFormat::nchw);
+                 MemoryFormat filter_format = MemoryFormat::nchw, cudnnDataType_t type = CUDNN_DATA_FLOAT);
   // NHWC pooling needs the channel count (g.planes = N * channels).
   PoolPlan& pool(const PoolGeometry& g, PoolMode mode, MemoryFormat format = MemoryFormat::nchw,
-                 int64_t channels = 1);
+                 int64_t channels = 1, cudnnDataType_t type = CUDNN_DATA_FLOAT);
   size_t conv_plan_count() const { return conv_.size(); }
 
 private:
   struct ConvKey {
     int64_t batch, in_channels, in_h, in_w, out_channels, kernel, stride, padding;
     MemoryFormat format, filter_format;
+    cudnnDataType_t type;
     auto operator<=>(const ConvKey&) const = default;
   };
   struct PoolKey {
@@ -124,6 +146,7 @@ private:
     int kernel, stride, padding, mode;
     MemoryFormat format;
     int64_t channels;
+    cudnnDataType_t type;
     auto operator<=>(const PoolKey&) const = default;
   };
   std::map<ConvKey, std::unique_ptr<ConvPlan>> conv_;

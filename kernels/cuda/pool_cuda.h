@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/bf16_math.h"
 #include "kernels/cuda/cudnn_plans.h"
 #include "kernels/pool_geometry.h"
 
@@ -23,7 +24,12 @@ void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, 
 void pool2d_backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const float* x, const float* y,
                      const float* dy, float* dx, bool accumulate, MemoryFormat format = MemoryFormat::nchw,
                      int64_t channels = 1);
-
+// The same with bf16 tensors (raw bf16 bits; cuDNN's PSEUDO_BFLOAT16_CONFIG).
+void pool2d_forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const bf16_bits* x, bf16_bits* y,
+                    MemoryFormat format = MemoryFormat::nchw, int64_t channels = 1);
+void pool2d_backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const bf16_bits* x,
+                     const bf16_bits* y, const bf16_bits* dy, bf16_bits* dx, bool accumulate,
+                     MemoryFormat format = MemoryFormat::nchw, int64_t channels = 1);
 
 // y[p] = the mean of plane p, summed in double in a fixed order.
 void global_avg_pool_forward(cudaStream_t stream, const float* x, float* y, int64_t planes, int64_t plane_size);

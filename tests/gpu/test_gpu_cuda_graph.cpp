@@ -121,9 +121,11 @@ TEST_CASE("a CUDA-graph step on the memory plan trains as an eager step with a b
 // The captured step holds the input's conversion, the KRSC filter copies
 // and their gradients' transposes back, and flatten's transposes
 // (simple-cnn, with dropout after it) or its alias of the pooled [C, 1, 1]
-// (resnet20). One test case per model, each ~11 s on the emulated devices.
-static void check_nhwc_graph_equals_eager(const char* name, const Shape& sample) {
-  const int most = std::min(cuda_device_count(), 2);
+// (resnet20). resnet20 on one device only (~12 s emulated; two take 24 s):
+// what a second replica adds, the all-reduce, does not see the format, and
+// simple-cnn runs on two.
+static void check_nhwc_graph_equals_eager(const char* name, const Shape& sample, int most_devices) {
+  const int most = std::min(cuda_device_count(), most_devices);
   for (int devices = 1; devices <= most; ++devices) {
     INFO(name << " in nhwc on " << devices << " device(s)");
     Outcome graph = train(name, sample, devices, true, true, MemoryFormat::nhwc);
@@ -135,10 +137,10 @@ static void check_nhwc_graph_equals_eager(const char* name, const Shape& sample)
 
 TEST_CASE("a CUDA-graph step of simple-cnn in nhwc trains as an eager nhwc step, bit for bit",
           "[gpu][replica][cuda-graph][nhwc]") {
-  check_nhwc_graph_equals_eager("simple-cnn", Shape{1, 12, 12});
+  check_nhwc_graph_equals_eager("simple-cnn", Shape{1, 12, 12}, 2);
 }
 
 TEST_CASE("a CUDA-graph step of resnet20 in nhwc trains as an eager nhwc step, bit for bit",
           "[gpu][replica][cuda-graph][nhwc]") {
-  check_nhwc_graph_equals_eager("resnet20", Shape{3, 8, 8});
+  check_nhwc_graph_equals_eager("resnet20", Shape{3, 8, 8}, 1);
 }

@@ -16,7 +16,7 @@ public:
                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
   bool backward_reads_input(size_t) const override { return false; }
   bool backward_reads_output() const override { return false; }
-  bool input_grad_may_alias_output_grad() const override { return true; }
+  bool input_grad_may_alias_output_grad(MemoryFormat) const override { return true; }
 };
 
 }  // namespace lockstep

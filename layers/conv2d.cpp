@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "ops/conv.h"
+#include "ops/memory_format.h"
 #include "kernels/conv_geometry.h"
 
 namespace lockstep {
@@ -27,17 +28,41 @@ std::vector<ParamSpec> Conv2d::parameter_specs(const std::vector<Shape>& inputs)
   return weight_bias_specs(Shape{out_channels_, inputs[0][0], kernel_, kernel_}, weight_init_);
 }
 
+bool Conv2d::krsc(const Context& ctx, const Tensor& x) {
+  return x.format() == MemoryFormat::nhwc && ctx.device().is_cuda();
+}
+
+const Tensor& Conv2d::filter_for(Context& ctx, const Tensor& x, const Tensor& weight) {
+  if (!krsc(ctx, x)) return weight;
+  if (!weight_krsc_.defined() || weight_krsc_.device() != weight.device())
+    weight_krsc_ = Tensor::empty(weight.shape(), weight.device()).with_format(MemoryFormat::nhwc);
+  ops::convert_format(ctx, weight, weight_krsc_);
+  return weight_krsc_;
+}
+
 void Conv2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
-  ops::conv2d_forward(ctx, inputs[0], weight_operand(ctx, true), bias_or_null(), output, stride_, padding_);
+  const Tensor& w = filter_for(ctx, inputs[0], weight_operand(ctx, true));
+  ops::conv2d_forward(ctx, inputs[0], w, bias_or_null(), output, stride_, padding_);
 }
 
 void Conv2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,
                       std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
-  ops::conv2d_backward_filter(ctx, inputs[0], output_grad, weight_grad_, stride_, padding_);
+  const Tensor& x = inputs[0];
+  if (krsc(ctx, x)) {
+    if (!weight_grad_krsc_.defined() || weight_grad_krsc_.device() != weight_grad_.device())
+      weight_grad_krsc_ = Tensor::empty(weight_grad_.shape(), weight_grad_.device()).with_format(MemoryFormat::nhwc);
+    ops::conv2d_backward_filter(ctx, x, output_grad, weight_grad_krsc_, stride_, padding_);
+    ops::convert_format(ctx, weight_grad_krsc_, weight_grad_);
+  } else {
+    ops::conv2d_backward_filter(ctx, x, output_grad, weight_grad_, stride_, padding_);
+  }
   if (has_bias_) ops::conv2d_backward_bias(ctx, output_grad, bias_grad_);
-  if (input_grads[0].defined())
-    ops::conv2d_backward_data(ctx, output_grad, weight_operand(ctx, false), input_grads[0], stride_, padding_,
+  if (input_grads[0].defined()) {
+    // The weights have not changed since forward: its KRSC copy still holds them.
+    const Tensor& w = krsc(ctx, x) ? weight_krsc_ : weight_operand(ctx, false);
+    ops::conv2d_backward_data(ctx, output_grad, w, input_grads[0], stride_, padding_,
                               grad_modes[0] == GradMode::add);
+  }
 }
 
 }  // namespace lockstep

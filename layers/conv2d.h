@@ -3,6 +3,14 @@
 // stride and zero padding; output [O, OH, OW]. Saves nothing: backward reads
 // its input again. Backward writes the weight and bias gradients and writes
 // or adds the input gradient.
+// Images in NHWC on a GPU: cuDNN's channels-last convolutions take the filter
+// channels-last too (KRSC, [O, K, K, C]; PyTorch likewise turns a conv's
+// weight channels_last beside a channels_last input), so forward transposes
+// the weight into a KRSC scratch copy, backward data reads that copy and
+// backward filter writes a KRSC gradient that is transposed back into the
+// gradient arena. The master weights and their gradients stay KCRS ([O, C,
+// K, K]): checkpoints, SGD and the all-reduce do not see the format. On the
+// CPU, which computes NHWC on NCHW copies anyway, the KCRS weight is used as it is.
 #include "layers/weighted_layer.h"
 
 namespace lockstep {
@@ -29,6 +37,12 @@ public:
   int padding() const { return padding_; }
 
 private:
+  // The weight the convolution reads for `x`: `weight`, or its KRSC copy
+  // (made here) for NHWC images on a GPU.
+  const Tensor& filter_for(Context& ctx, const Tensor& x, const Tensor& weight);
+  static bool krsc(const Context& ctx, const Tensor& x);
+
+  Tensor weight_krsc_, weight_grad_krsc_;  // NHWC on a GPU only
   int64_t out_channels_;
   int kernel_, stride_, padding_;
   Init weight_init_;

@@ -4,6 +4,10 @@
 // from (the step's seed, its number, a hash of the layer's name, the global
 // element index), with the step of the last forward. No parameters; backward
 // writes or adds the input gradient per its grad mode.
+// The element index is the index in memory: on an NHWC image batch
+// (ContextOptions::memory_format nhwc) the mask is as random but not NCHW's,
+// so such a run would not repeat an NCHW one draw for draw. The models put
+// dropout after flatten only, where the values are in NCHW order either way.
 #include "layers/layer.h"
 
 namespace lockstep {

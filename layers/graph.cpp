@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "ops/bf16.h"
 #include "ops/loss.h"
+#include "ops/memory_format.h"
 
 namespace lockstep {
 
@@ -133,7 +134,13 @@ void Graph::set_memory_planning(bool on) {
   layout_stale_ = true;  // the next step lays the buffer out again
 }
 
-std::vector<PlanNode> Graph::plan_nodes() const {
+MemoryFormat Graph::input_layout(int input, MemoryFormat format) const {
+  const Shape& s = input < 0 ? input_shape_ : nodes_[input].out_shape;
+  // A [C, 1, 1] sample lies alike in both formats.
+  return format == MemoryFormat::nhwc && s.rank() == 3 && s[1] * s[2] > 1 ? MemoryFormat::nhwc : MemoryFormat::nchw;
+}
+
+std::vector<PlanNode> Graph::plan_nodes(MemoryFormat format) const {
   std::vector<PlanNode> out;
   for (const Node& node : nodes_) {
     PlanNode p;
@@ -141,15 +148,16 @@ std::vector<PlanNode> Graph::plan_nodes() const {
     p.floats_per_sample = node.out_shape.numel();
     for (size_t i = 0; i < node.inputs.size(); ++i) p.backward_reads_input.push_back(node.layer->backward_reads_input(i));
     p.backward_reads_output = node.layer->backward_reads_output();
-    p.output_may_alias_input = node.layer->output_may_alias_input();
-    p.input_grad_may_alias_output_grad = node.layer->input_grad_may_alias_output_grad();
+    const MemoryFormat layout = input_layout(node.inputs.empty() ? -1 : node.inputs[0], format);
+    p.output_may_alias_input = node.layer->output_may_alias_input(layout);
+    p.input_grad_may_alias_output_grad = node.layer->input_grad_may_alias_output_grad(layout);
     out.push_back(std::move(p));
   }
   return out;
 }
 
-MemoryPlan Graph::memory_plan(int64_t batch, PlanKind kind, bool share) const {
-  return plan_memory(plan_nodes(), batch, kind, share);
+MemoryPlan Graph::memory_plan(int64_t batch, PlanKind kind, bool share, MemoryFormat format) const {
+  return plan_memory(plan_nodes(format), batch, kind, share);
 }
 
 int64_t Graph::activation_bytes(int64_t batch) const { return memory_plan(batch, PlanKind::train, true).bytes(); }
@@ -158,27 +166,33 @@ int64_t Graph::unplanned_activation_bytes(int64_t batch) const {
   return memory_plan(batch, PlanKind::train, false).bytes();
 }
 
-void Graph::ensure_capacity(int64_t batch) {
-  if (batch <= capacity_ && !layout_stale_) return;
+Tensor Graph::activation_view(int64_t offset, int64_t batch, const Shape& per_sample) const {
+  Tensor t = activations_.view(offset, batched(batch, per_sample));
+  return per_sample.rank() == 3 ? t.with_format(format_) : t;
+}
+
+void Graph::ensure_capacity(int64_t batch, MemoryFormat format) {
+  if (batch <= capacity_ && !layout_stale_ && format == format_) return;
   // Free the old buffer first (peak memory); if an allocation below fails,
   // capacity 0 makes the next call allocate again instead of using a hole.
   batch = std::max(batch, capacity_);
   capacity_ = 0;
   for (Node& node : nodes_) node.output = node.grad = node.eval_output = Tensor();
   activations_ = Tensor();
+  format_ = format;
   // One buffer for both plans: training recomputes every value each step, so
   // an evaluation between steps may overwrite any of them. The offsets depend
   // only on the nodes and the capacity, so a captured step (runtime/step_graph.h)
   // finds its values where it left them as long as the capacity holds.
-  const std::vector<PlanNode> plan_in = plan_nodes();
+  const std::vector<PlanNode> plan_in = plan_nodes(format);
   const MemoryPlan train = plan_memory(plan_in, batch, PlanKind::train, planning_);
   const MemoryPlan eval = plan_memory(plan_in, batch, PlanKind::eval, planning_);
   activations_ = Tensor::empty(Shape{std::max(train.total_floats, eval.total_floats)}, device_);
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    const Shape shape = batched(batch, nodes_[n].out_shape);
-    nodes_[n].output = activations_.view(train.output_offset[n], shape);
-    nodes_[n].grad = activations_.view(train.grad_offset[n], shape);
-    nodes_[n].eval_output = activations_.view(eval.output_offset[n], shape);
+    const Shape& shape = nodes_[n].out_shape;
+    nodes_[n].output = activation_view(train.output_offset[n], batch, shape);
+    nodes_[n].grad = activation_view(train.grad_offset[n], batch, shape);
+    nodes_[n].eval_output = activation_view(eval.output_offset[n], batch, shape);
   }
   capacity_ = batch;
   layout_stale_ = false;
@@ -229,20 +243,30 @@ void Graph::prepare_bf16_weights(Context& ctx) {
   }
 }
 
+Tensor Graph::prepare_input(Context& ctx, const Tensor& images) {
+  const bool bf16 = ctx.options().precision == Precision::bf16;
+  // NHWC images: converted once here, every node then keeps the format.
+  const bool nhwc = format_ == MemoryFormat::nhwc && input_shape_.rank() == 3;
+  if (!bf16 && !nhwc) return images;
+  const int64_t floats = capacity_ * input_shape_.numel();
+  if (!input_copy_.defined() || input_copy_.numel() < floats) input_copy_ = Tensor::empty(Shape{floats}, device_);
+  Tensor x = input_copy_.view(0, images.shape());
+  if (nhwc) {
+    x = x.with_format(MemoryFormat::nhwc);
+    ops::convert_format(ctx, images, x);
+  } else {
+    ctx.copy(images, x);
+  }
+  if (bf16) ops::round_to_bf16(ctx, x);  // AMP casts the input of the first convolution to bf16
+  return x;
+}
+
 Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step) {
   int64_t batch = images.dim(0);
-  ensure_capacity(batch);
+  ensure_capacity(batch, ctx.options().memory_format);
   const bool bf16 = ctx.options().precision == Precision::bf16;
-  Tensor x = images;
-  if (bf16) {
-    prepare_bf16_weights(ctx);
-    // AMP casts the input of the first convolution to bf16.
-    if (!input_bf16_.defined() || input_bf16_.dim(0) < batch)
-      input_bf16_ = Tensor::empty(batched(std::max(batch, capacity_), input_shape_), device_);
-    x = input_bf16_.batch_slice(0, batch);
-    ctx.copy(images, x);
-    ops::round_to_bf16(ctx, x);
-  }
+  if (bf16) prepare_bf16_weights(ctx);
+  const Tensor x = prepare_input(ctx, images);
   for (Node& node : nodes_) {
     std::vector<Tensor> inputs = gather_inputs(node, x, batch, mode);
     Tensor out = (mode == Mode::eval ? node.eval_output : node.output).batch_slice(0, batch);

@@ -20,6 +20,16 @@
 // and bias gradients are FP32 sums written unrounded to the FP32 gradient
 // arena, beside the FP32 master weights and momentum. No loss scaling: bf16
 // has FP32's exponent range.
+//
+// Memory format nhwc (ContextOptions::memory_format): the graph converts the
+// input images to NHWC once per step, into a buffer of its own, and every
+// [N, C, H, W] output and gradient is laid out channels-last; the layers
+// take either (flatten hands the linear layers NCHW order, layers/flatten.h;
+// conv2d uses a KRSC copy of its filter on a GPU, layers/conv2d.h). Values
+// of other ranks ([N, F]: flatten's output, the logits) have no format. The
+// weights, their gradients, checkpoints and predictions are those of nchw.
+// The format is read from the context at every forward; a change lays the
+// activation buffer out again (flatten's aliasing depends on it).
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,8 +85,10 @@ public:
   bool memory_planning() const { return planning_; }
   // The nodes as the memory plan sees them, and the plan at `batch` samples
   // (computed: nothing is allocated, the graph need not be finalised).
-  std::vector<PlanNode> plan_nodes() const;
-  MemoryPlan memory_plan(int64_t batch, PlanKind kind, bool share) const;
+  // `format`: the activations' memory format (flatten of NHWC images is a
+  // transpose, not an alias).
+  std::vector<PlanNode> plan_nodes(MemoryFormat format = MemoryFormat::nchw) const;
+  MemoryPlan memory_plan(int64_t batch, PlanKind kind, bool share, MemoryFormat format = MemoryFormat::nchw) const;
   // Bytes of a training step's outputs and gradients at `batch` (fp32):
   // planned, and with one output and one gradient buffer per node.
   int64_t activation_bytes(int64_t batch) const;
@@ -84,6 +96,9 @@ public:
   // The activation buffer allocated now (training's and evaluation's plans
   // share it), 0 before the first step.
   int64_t allocated_activation_bytes() const { return activations_.defined() ? activations_.bytes() : 0; }
+  // The memory format the activation buffer is laid out in now (the last
+  // step's ContextOptions::memory_format; nchw before the first step).
+  MemoryFormat activation_format() const { return format_; }
 
 private:
   struct Node {
@@ -99,11 +114,19 @@ private:
   };
 
   const Node& checked_input_node(int index) const;
-  void ensure_capacity(int64_t batch);
+  // Lays the activation buffer out for `batch` samples in `format` unless it is already.
+  void ensure_capacity(int64_t batch, MemoryFormat format);
+  // A [batch, ...per_sample] view of activations_ at `offset`, channels-last
+  // when the graph's format is nhwc and the value is an image batch.
+  Tensor activation_view(int64_t offset, int64_t batch, const Shape& per_sample) const;
+  // How input `i` of a node (-1: the data) lies in memory, for the plan.
+  MemoryFormat input_layout(int input, MemoryFormat format) const;
   std::vector<Tensor> gather_inputs(const Node& node, const Tensor& images, int64_t batch, Mode mode) const;
-  // Returns the images the nodes read: `images`, or in precision bf16 a copy
-  // rounded to bf16.
+  // Runs every node's forward; returns the images the nodes read (prepare_input's).
   Tensor forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step);
+  // The images the nodes read: `images`, or a copy of them in input_copy_:
+  // converted to NHWC in that format, rounded to bf16 in precision bf16.
+  Tensor prepare_input(Context& ctx, const Tensor& images);
   void prepare_bf16_weights(Context& ctx);
   void check_batch(const Tensor& images, const Tensor& labels) const;
 
@@ -117,7 +140,12 @@ private:
   Tensor state_;
   std::vector<ParamEntry> state_entries_;
   int64_t capacity_ = 0;
-  Tensor input_bf16_;  // precision bf16: the images rounded to bf16, [capacity, ...input]
+  // The images as the nodes read them when that is not `images` itself
+  // (memory format nhwc: converted; precision bf16: rounded to bf16),
+  // [capacity, ...input]. The place for the input conversion a GPU bf16 path
+  // needs too.
+  Tensor input_copy_;
+  MemoryFormat format_ = MemoryFormat::nchw;  // the activations' layout now
   bool planning_ = true;
   bool layout_stale_ = false;  // planning switched since the buffer was laid out
   Tensor activations_;

@@ -64,14 +64,18 @@ public:
   // tensor's contents in backward (it still gets a view of the right shape).
   virtual bool backward_reads_input(size_t /*i*/) const { return true; }
   virtual bool backward_reads_output() const { return true; }
-  // The output equals inputs[0] element for element (flatten): the plan may
-  // make the output a view of the input's buffer, and forward, seeing both
-  // at one address (same_buffer), then copies nothing.
-  virtual bool output_may_alias_input() const { return false; }
-  // Every input's gradient equals output_grad (add, flatten): the plan may
-  // give an input gradient that backward writes (GradMode::write, never add)
-  // the output gradient's buffer, and backward then skips that copy.
-  virtual bool input_grad_may_alias_output_grad() const { return false; }
+  // `layout` is how the input's elements lie in memory in this graph: nhwc
+  // only for an image batch kept channels-last whose pixels are more than
+  // one (a [C, 1, 1] sample lies alike in both formats).
+  // The output equals inputs[0] in memory, element for element (flatten of
+  // NCHW): the plan may make the output a view of the input's buffer, and
+  // forward, seeing both at one address (same_buffer), then copies nothing.
+  virtual bool output_may_alias_input(MemoryFormat /*layout*/) const { return false; }
+  // Every input's gradient equals output_grad in memory (add, flatten of
+  // NCHW): the plan may give an input gradient that backward writes
+  // (GradMode::write, never add) the output gradient's buffer, and backward
+  // then skips that copy.
+  virtual bool input_grad_may_alias_output_grad(MemoryFormat /*layout*/) const { return false; }
 
   std::string name;  // set by the graph; used in error messages
 };

@@ -31,6 +31,15 @@ struct ContextOptions {
   // statistics of all replicas (all-reduced before normalising, through the
   // context's replica group), so N replicas equal one device at any depth.
   bool sync_batch_norm = false;
+  // How the graph lays out its image activations (kernels/memory_format.h):
+  // nhwc converts the input images once per step and keeps every node's
+  // [N, C, H, W] output and gradient channels-last (cuDNN's NHWC
+  // convolutions, with a KRSC copy of each filter, on a GPU; the CPU computes
+  // on NCHW copies). Weights, checkpoints and predictions do not depend on
+  // it. nchw everywhere for now; bf16 on a GPU will default to nhwc once the
+  // GPU bf16 path lands (tensor cores want channels-last). Synchronised
+  // batch norm takes NCHW only: the Context refuses the pair.
+  MemoryFormat memory_format = MemoryFormat::nchw;
 };
 
 struct CudaState;

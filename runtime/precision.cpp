@@ -1,8 +1,6 @@
 #include "runtime/precision.h"
 
-#include <string>
-
-#include "base/error.h"
+#include "runtime/named_value.h"
 
 namespace lockstep {
 
@@ -16,9 +14,7 @@ const char* precision_name(Precision precision) {
 }
 
 Precision parse_precision(std::string_view text, std::string_view what) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16})
-    if (text == precision_name(p)) return p;
-  LS_FAIL(what, " '", std::string(text), "': expected fp32, tf32 or bf16");
+  return parse_named_value(text, what, {Precision::fp32, Precision::tf32, Precision::bf16}, precision_name);
 }
 
 }  // namespace lockstep

@@ -19,7 +19,8 @@ lockstep_cli_tests(test_cli.py Cli
   test_checkpoint_of_3_replicas_evaluates_and_resumes_on_1
   test_predict_prints_the_top_classes
   test_bad_arguments_fail_in_one_line_and_leave_the_checkpoint
-  test_precision_bf16_trains_on_the_cpu_and_is_saved)
+  test_precision_bf16_trains_on_the_cpu_and_is_saved
+  test_memory_format_nhwc_trains_as_nchw_and_is_saved)
 lockstep_cli_tests(test_cli_outputs.py CliOutputs
   test_outputs_never_overwrite_inputs_or_other_files
   test_checks_before_the_first_epoch

@@ -58,6 +58,11 @@ int main(int argc, char** argv) {
                              "PyTorch AMP; the CPU backend only in this build)")
            ->check(CLI::IsMember({"fp32", "tf32", "bf16"})),
        "--precision");
+  flag(train_cmd->add_option("--memory-format", train.memory_format,
+                             "nchw (the default) or nhwc: how the activations lie in memory (channels-last, cuDNN's "
+                             "NHWC convolutions on a GPU); the weights, checkpoints and predictions are the same")
+           ->check(CLI::IsMember({"nchw", "nhwc"})),
+       "--memory-format");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),
        "--weight-decay");
   flag(train_cmd->add_option("--clip-grad-norm", train.clip_grad_norm,

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "runtime/memory_format_option.h"
 #include "runtime/precision.h"
 
 namespace lockstep::app {
@@ -66,7 +67,8 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"test_fraction", exact(s.test_fraction)},
           {"plot", s.plot},
           {"sync_bn", s.sync_bn ? "1" : "0"},
-          {"precision", s.precision}};
+          {"precision", s.precision},
+          {"memory_format", s.memory_format}};
 }
 
 std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
@@ -105,6 +107,10 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("precision", "--precision", [&](const std::string& v) {
     parse_precision(v, "--precision");  // a value this build does not know is the checkpoint's error
     s.precision = v;
+  });
+  take("memory_format", "--memory-format", [&](const std::string& v) {
+    parse_memory_format(v, "--memory-format");  // as precision: an unknown value is the checkpoint's error
+    s.memory_format = v;
   });
   return settled;
 }

@@ -54,6 +54,10 @@ struct TrainSettings {
   // math on a GPU and computes in FP32 on the CPU; bf16 runs on the CPU only
   // in this build. Saved, so --resume continues in the same precision.
   std::string precision = "tf32";
+  // nchw or nhwc (runtime/memory_format_option.h): how the activations lie
+  // (ContextOptions::memory_format); the weights, checkpoints and
+  // predictions do not change. Saved, so --resume continues in the same format.
+  std::string memory_format = "nchw";
 };
 
 // Fills the settings the user did not give with the defaults for the machine:

@@ -22,6 +22,7 @@
 #include "training/checkpoint_lock.h"
 #include "training/trainer.h"
 #include "layers/models.h"
+#include "runtime/memory_format_option.h"
 #include "preflight.h"
 #include "progress.h"
 #include "setup.h"
@@ -93,6 +94,9 @@ void validate(const TrainSettings& s) {
   if (!s.time_limit.empty()) parse_duration(s.time_limit, "--time-limit");
   parse_schedule(s.schedule);
   parse_precision(s.precision, "--precision");
+  LS_CHECK(!(s.sync_bn && parse_memory_format(s.memory_format, "--memory-format") == MemoryFormat::nhwc),
+           "--sync-bn with --memory-format nhwc is not supported yet (synchronised batch norm takes NCHW batches): "
+           "drop one of them");
 }
 
 bool was_given(const std::vector<std::string>& given, const char* flag) {
@@ -269,6 +273,7 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   options.collective_timeout = collective_timeout();
   options.context.sync_batch_norm = s.sync_bn;
   options.context.precision = parse_precision(s.precision, "--precision");
+  options.context.memory_format = parse_memory_format(s.memory_format, "--memory-format");
   const auto bytes = [](double mib) { return static_cast<size_t>(mib * double(1 << 20)); };
   options.bucket_bytes = bytes(s.bucket_mb);
   options.first_bucket_bytes = bytes(s.first_bucket_mb);

@@ -239,6 +239,28 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(read_safetensors(ck)[0]["extra.precision"], "bf16")
 
+    def test_memory_format_nhwc_trains_as_nchw_and_is_saved(self):
+        # simple-cnn: convolutions, pooling and a flatten of [64, 7, 7] maps.
+        small = {"mlp": "simple-cnn", "1280": "256", "500": "100"}
+        cnn = [small.get(a, a) for a in QUICK]
+        weights = {}
+        for fmt in ("nchw", "nhwc"):
+            ck = self.path(fmt + ".safetensors")
+            r = run(["train"] + cnn + ["--epochs", "1", "--memory-format", fmt, "--checkpoint", ck], self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            meta, tensors, _ = read_safetensors(ck)
+            self.assertEqual(meta["extra.memory_format"], fmt)
+            weights[fmt] = {name: raw for name, (_, raw, _) in tensors.items()}
+        # The CPU computes NHWC on NCHW copies: the same weights, bit for bit, saved in one layout.
+        self.assertEqual(weights["nhwc"], weights["nchw"])
+        # A resume continues in nhwc without being told; eval needs no format.
+        ck = self.path("nhwc.safetensors")
+        r = run(["train", "--resume", ck, "--epochs", "2", "--devices", "cpu"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_safetensors(ck)[0]["extra.memory_format"], "nhwc")
+        e = run(["eval", "--checkpoint", ck, "--devices", "cpu"], self.tmp)
+        self.assertEqual(e.returncode, 0, e.stderr)
+
     def test_checkpoint_of_3_replicas_evaluates_and_resumes_on_1(self):
         ck = self.path("ck.safetensors")
         r = run(["train"] + QUICK + ["--replicas", "3", "--epochs", "1", "--checkpoint", ck], self.tmp)
@@ -297,6 +319,8 @@ class Cli(unittest.TestCase):
             (["train", "--clip-grad-norm", "-0.5", "--checkpoint", ck], "--clip-grad-norm"),
             (["train", "--precision", "fp16", "--checkpoint", ck], "--precision"),
             (["train", "--precision", "", "--checkpoint", ck], "--precision"),
+            (["train", "--memory-format", "nhcw", "--checkpoint", ck], "--memory-format"),
+            (["train", "--memory-format", "nhwc", "--sync-bn", "--checkpoint", ck], "--sync-bn with --memory-format nhwc"),
             (["train", "--devices", "7", "--checkpoint", ck], "GPU 7"),
             (["train", "--data", self.path("missing"), "--checkpoint", ck], "missing"),
             (["train", "--resume", ck, "--model", "simple-cnn"], "simple-cnn"),

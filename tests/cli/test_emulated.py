@@ -66,6 +66,17 @@ class Emulated(unittest.TestCase):
         self.assertGreater(len(b), 1000)
         self.assertLess(normwise_relative(a, b), 1e-4)
 
+    def test_two_emulated_devices_train_in_nhwc_as_the_cpu_in_nchw(self):
+        # NHWC activations, KRSC filter copies and flatten's transpose on the
+        # emulated GPUs; the checkpoint's weights are those of NCHW on the CPU.
+        gpu = self.train("gpu.safetensors", ["--devices", "0,1", "--memory-format", "nhwc"])
+        cpu = self.train("cpu.safetensors", ["--devices", "cpu", "--replicas", "2"])
+        params = [k for k in cpu if not k.startswith("momentum")]
+        a = [x for k in sorted(params) for x in floats(gpu[k][1])]
+        b = [x for k in sorted(params) for x in floats(cpu[k][1])]
+        self.assertGreater(len(b), 1000)
+        self.assertLess(normwise_relative(a, b), 1e-4)
+
     def test_bf16_on_a_gpu_is_refused_before_training(self):
         ck = os.path.join(self.tmp, "bf16.safetensors")
         r = run(["train"] + RUN[:-1] + ["bf16", "--devices", "0", "--checkpoint", ck], self.tmp, timeout=120)

@@ -224,9 +224,10 @@ TEST_CASE("the memory plan keeps every value intact until its last read", "[memo
   const std::string model = GENERATE(as<std::string>{}, "resnet18", "resnet20", "simple-cnn", "vgg11-bn", "mlp");
   const Shape input = model == "simple-cnn" || model == "mlp" ? Shape{1, 28, 28} : Shape{3, 32, 32};
   const int64_t capacity = GENERATE(1, 3);
-  INFO(model << " at capacity " << capacity);
+  const MemoryFormat format = GENERATE(MemoryFormat::nchw, MemoryFormat::nhwc);
+  INFO(model << " at capacity " << capacity << " in " << memory_format_name(format));
   std::unique_ptr<Graph> g = build_model(model, input, 10);
-  const std::vector<PlanNode> nodes = g->plan_nodes();
+  const std::vector<PlanNode> nodes = g->plan_nodes(format);
   for (PlanKind kind : {PlanKind::train, PlanKind::eval}) {
     const MemoryPlan shared = plan_memory(nodes, capacity, kind, true);
     const MemoryPlan own = plan_memory(nodes, capacity, kind, false);
@@ -289,6 +290,35 @@ TEST_CASE("the memory plan aliases flatten and add and survives accumulation", "
     bad.grad_offset[index("p")] = bad.grad_offset[index("f1")];
     REQUIRE(check(nodes, bad, PlanKind::train) != "");
   }
+}
+
+TEST_CASE("in nhwc flatten of a feature map is a transpose with buffers of its own, of 1x1 pixels still an alias",
+          "[memory-plan][nhwc]") {
+  // simple-cnn flattens [64, 7, 7] maps (a transpose in NHWC); resnet20
+  // flattens the global pool's [64, 1, 1], which lies alike in both formats.
+  const auto flatten_of = [](const Graph& g) {
+    for (size_t i = 0; i < g.node_count(); ++i)
+      if (g.layer(i).type() == "flatten") return i;
+    FAIL("no flatten");
+    return size_t{0};
+  };
+  std::unique_ptr<Graph> cnn = build_model("simple-cnn", Shape{1, 28, 28}, 10);
+  const size_t f = flatten_of(*cnn);
+  const int src = cnn->node_inputs(f)[0];
+  for (MemoryFormat format : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
+    INFO(memory_format_name(format));
+    const std::vector<PlanNode> nodes = cnn->plan_nodes(format);
+    const MemoryPlan plan = plan_memory(nodes, 3, PlanKind::train, true);
+    REQUIRE(check(nodes, plan, PlanKind::train) == "");
+    const bool alias = format == MemoryFormat::nchw;
+    REQUIRE((plan.output_offset[f] == plan.output_offset[src]) == alias);
+    REQUIRE((plan.grad_offset[f] == plan.grad_offset[src]) == alias);
+  }
+  std::unique_ptr<Graph> resnet = build_model("resnet20", Shape{3, 32, 32}, 10);
+  const size_t rf = flatten_of(*resnet);
+  const MemoryPlan plan = resnet->memory_plan(3, PlanKind::train, true, MemoryFormat::nhwc);
+  REQUIRE(plan.output_offset[rf] == plan.output_offset[resnet->node_inputs(rf)[0]]);
+  REQUIRE(plan.output_offset == resnet->memory_plan(3, PlanKind::train, true).output_offset);
 }
 
 TEST_CASE("the memory plan reports resnet18's activation memory at batch 512", "[memory-plan]") {

@@ -1,0 +1,11 @@
+#include "runtime/memory_format_option.h"
+
+#include "runtime/named_value.h"
+
+namespace lockstep {
+
+MemoryFormat parse_memory_format(std::string_view text, std::string_view what) {
+  return parse_named_value(text, what, {MemoryFormat::nchw, MemoryFormat::nhwc}, memory_format_name);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,92 @@
+// Training with channels-last activations (ContextOptions::memory_format
+// nhwc) on the CPU: the graph converts the images once, every node keeps
+// NHWC, flatten hands the linear layers NCHW order. The CPU computes NHWC on
+// NCHW copies of the same values (ops/cpu_nchw.h), so NHWC must train as
+// NCHW bit for bit, on 1 and 2 replicas; a checkpoint of an NHWC run loads
+// into an NCHW model and predicts the same; synchronised batch norm refuses
+// NHWC at the start; the option's names parse.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "distributed/replica_manager.h"
+#include "runtime/memory_format_option.h"
+#include "runtime/precision.h"
+#include "support/format_runs.h"
+#include "support/replica_models.h"
+#include "training/checkpoint.h"
+
+using namespace lockstep;
+using namespace lockstep::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+ReplicaOptions in_format(MemoryFormat format) {
+  ReplicaOptions options;
+  options.context.memory_format = format;
+  return options;
+}
+
+Shape sample_for(const std::string& name) { return name == "resnet20" ? Shape{3, 8, 8} : Shape{1, 12, 12}; }
+
+}  // namespace
+
+TEST_CASE("simple-cnn small-cnn and resnet20 train in nhwc as in nchw on the cpu, bit for bit", "[nhwc][replica]") {
+  const std::string name = GENERATE(as<std::string>{}, "simple-cnn", "small-cnn", "resnet20");
+  const int replicas = GENERATE(1, 2);
+  INFO(name << " on " << replicas << " CPU replica(s)");
+  const std::vector<Device> devices(replicas, Device::cpu());
+  const FormatRun nchw = train_in_format(name, sample_for(name), devices, in_format(MemoryFormat::nchw));
+  const FormatRun nhwc = train_in_format(name, sample_for(name), devices, in_format(MemoryFormat::nhwc));
+  check_same_outcome(nhwc.outcome, nchw.outcome);
+  CHECK(nhwc.logits == nchw.logits);
+  // The NHWC run did lay its values out channels-last.
+  CHECK(nhwc.activation_format == MemoryFormat::nhwc);
+  CHECK(nchw.activation_format == MemoryFormat::nchw);
+}
+
+TEST_CASE("a checkpoint of an nhwc run loads into an nchw model and predicts the same", "[nhwc][checkpoint]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-nhwc-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "ck.safetensors").string();
+  const Shape sample{1, 12, 12};
+  ReplicaManager trained(named_model("simple-cnn", sample, ModelOptions{.dropout = true}, 5), {Device::cpu()},
+                         in_format(MemoryFormat::nhwc));
+  const SgdConfig sgd{0.9f, 5e-4f, false};
+  for (int s = 0; s < 2; ++s) trained.train_step(pinned_batch(8, sample, 40 + s), 0.05f, sgd);
+  CheckpointInfo info;
+  info.model_spec = trained.model(0).spec();
+  save_checkpoint(path, trained.model(0), info);
+
+  // Other initial weights, then the checkpoint's: the predictions are the NHWC model's.
+  ReplicaManager loaded(named_model("simple-cnn", sample, ModelOptions{.dropout = true}, 6), {Device::cpu()},
+                        in_format(MemoryFormat::nchw));
+  const HostBatch held_out = pinned_batch(7, sample, 90);
+  REQUIRE(loaded.logits(held_out) != trained.logits(held_out));
+  load_into(loaded.model(0), read_checkpoint(path), path);
+  CHECK(loaded.logits(held_out) == trained.logits(held_out));
+  CHECK(loaded.model(0).arenas().params.to_vector() == trained.model(0).arenas().params.to_vector());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("synchronised batch norm refuses the nhwc memory format when the context is made", "[nhwc][sync-bn]") {
+  ContextOptions options;
+  options.sync_batch_norm = true;
+  options.memory_format = MemoryFormat::nhwc;
+  REQUIRE_THROWS_WITH(Context(Device::cpu(), options), Contains("synchronised batch norm") && Contains("nhwc"));
+  options.memory_format = MemoryFormat::nchw;
+  REQUIRE_NOTHROW(Context(Device::cpu(), options));
+}
+
+TEST_CASE("memory formats and precisions parse from their names and name the option otherwise", "[nhwc][precision]") {
+  CHECK(parse_memory_format("nchw") == MemoryFormat::nchw);
+  CHECK(parse_memory_format("nhwc") == MemoryFormat::nhwc);
+  REQUIRE_THROWS_WITH(parse_memory_format("NHWC", "--memory-format"),
+                      Contains("--memory-format 'NHWC': expected nchw or nhwc"));
+  REQUIRE_THROWS_WITH(parse_memory_format(""), Contains("memory format '': expected nchw or nhwc"));
+  CHECK(parse_precision("bf16") == Precision::bf16);
+  REQUIRE_THROWS_WITH(parse_precision("fp16", "--precision"), Contains("--precision 'fp16': expected fp32, tf32 or bf16"));
+}

@@ -1,0 +1,29 @@
+#include "support/format_runs.h"
+
+#include <catch2/catch.hpp>
+
+#include "layers/graph.h"
+#include "support/replica_models.h"
+
+namespace lockstep::testing {
+
+FormatRun train_in_format(const std::string& name, const Shape& sample, const std::vector<Device>& devices,
+                          ReplicaOptions options) {
+  options.seed = 11;  // dropout's draws
+  ReplicaManager manager(named_model(name, sample, ModelOptions{.dropout = true}, 5), devices, options);
+  // A partial batch in the middle: the activation buffer keeps its layout.
+  const std::vector<int64_t> sizes = {8, 5, 8};
+  const SgdConfig sgd{0.9f, 5e-4f, false};
+  FormatRun run;
+  std::vector<StepMetrics> metrics;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    metrics.push_back(manager.train_step(pinned_batch(sizes[s], sample, 30 + s), 0.05f, sgd));
+    run.logits.push_back(manager.logits(pinned_batch(6, sample, 80 + s)));
+  }
+  REQUIRE(manager.replicas_identical());
+  run.outcome = outcome_of(manager, std::move(metrics));
+  run.activation_format = dynamic_cast<Graph&>(manager.model(0)).activation_format();
+  return run;
+}
+
+}  // namespace lockstep::testing

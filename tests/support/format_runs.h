@@ -1,0 +1,27 @@
+#pragma once
+// Training the same model in either memory format (ContextOptions::
+// memory_format) through the replica manager, for the tests that NHWC
+// trains as NCHW (CPU and GPU): a few steps of shrinking and growing batch
+// sizes with dropout on, the outcome, and the held-out logits after each step.
+#include <string>
+#include <vector>
+
+#include "kernels/memory_format.h"
+
+#include "distributed/replica_manager.h"
+#include "support/run_outcome.h"
+
+namespace lockstep::testing {
+
+struct FormatRun {
+  RunOutcome outcome;
+  std::vector<std::vector<float>> logits;  // of a held-out batch, after each step
+  MemoryFormat activation_format = MemoryFormat::nchw;  // replica 0's graph laid its values out so
+};
+
+// Trains `name` (named_model, dropout on, seed 5) on `devices` for samples of
+// `sample` with `options` (its context's memory format is the one trained in).
+FormatRun train_in_format(const std::string& name, const Shape& sample, const std::vector<Device>& devices,
+                          ReplicaOptions options);
+
+}  // namespace lockstep::testing

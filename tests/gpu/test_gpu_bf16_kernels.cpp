@@ -31,6 +31,7 @@
 #include "gpu_compare.h"
 #include "kernels/bf16_math.h"
 #include "ops/batchnorm.h"
+#include "ops/bf16.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
@@ -418,4 +419,37 @@ TEST_CASE("bf16 ops refuse mixed dtypes, bf16 on the cpu and bf16 batch-norm par
   Tensor logits = bf16_on_gpu(Shape{2, 3}, std::vector<float>(6)), grad = f32_on_gpu(Shape{2, 3}, std::vector<float>(6));
   REQUIRE_THROWS_WITH(ops::softmax_cross_entropy(gpu, logits, Tensor::from_labels({0, 1}, Device::cuda(0)), 1.0f, &grad),
                       Catch::Contains("softmax_cross_entropy") && Catch::Contains("mixed"));
+}
+
+TEST_CASE("f32 to bf16 conversion and rounding on the gpu equal the cpu's, ties to even", "[gpu][bf16]") {
+  Context gpu(Device::cuda(0));
+  Context cpu(Device::cpu());
+  // Random values, exact ties (1 + 2^-8 rounds down to even, 1 + 3 * 2^-8 up),
+  // the largest finite float (past bf16's largest: infinity), a NaN.
+  std::vector<float> v = random_values(1003, 31, -1e3f, 1e3f);
+  for (float special : {1.00390625f, 1.01171875f, -1.00390625f, 3.4028235e38f, std::nanf("")}) v.push_back(special);
+  const Shape s{static_cast<int64_t>(v.size())};
+  Tensor g32 = Tensor::from_vector(s, v, Device::cuda(0)), g16 = Tensor::zeros(s, Device::cuda(0), DType::bf16);
+  Tensor c32 = Tensor::from_vector(s, v), c16 = Tensor::zeros(s, Device::cpu(), DType::bf16);
+  ops::convert(gpu, g32, g16);
+  ops::convert(cpu, c32, c16);
+  Tensor gback = Tensor::zeros(s, Device::cuda(0));
+  ops::convert(gpu, g16, gback);
+  ops::round_to_bf16(gpu, g32);
+  ops::round_to_bf16(cpu, c32);
+  gpu.synchronize();
+  std::vector<uint16_t> gbits(v.size()), cbits(v.size());
+  Tensor g16_host = g16.to(Device::cpu());
+  std::memcpy(gbits.data(), g16_host.bf16_data(), v.size() * 2);
+  std::memcpy(cbits.data(), c16.bf16_data(), v.size() * 2);
+  REQUIRE(gbits == cbits);
+  const auto widened = gback.to_vector(), rounded_gpu = g32.to_vector(), rounded_cpu = c32.to_vector();
+  for (size_t i = 0; i < v.size(); ++i) {
+    INFO("value " << i << ": " << v[i]);
+    REQUIRE(std::memcmp(&widened[i], &rounded_cpu[i], 4) == 0);
+    REQUIRE(std::memcmp(&rounded_gpu[i], &rounded_cpu[i], 4) == 0);
+  }
+  REQUIRE(rounded_cpu[1003] == 1.0f);
+  REQUIRE(rounded_cpu[1004] == 1.015625f);
+  REQUIRE(std::isinf(rounded_cpu[1006]));
 }

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 #include "base/error.h"
 #include "kernels/bn_math.h"
 #include "ops/checks.h"
 #include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
+#include "ops/stored_type.h"
 #include "kernels/cpu/batchnorm_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -17,6 +20,12 @@
 namespace lockstep::ops {
 
 namespace {
+
+// Checks the per-channel tensors (parameters, statistics and their
+// gradients) are FP32, whatever the images are stored as.
+void check_channel_f32(const char* op, std::initializer_list<std::pair<const char*, const Tensor*>> tensors) {
+  for (const auto& [what, t] : tensors) check_f32(op, what, *t);
+}
 
 // Checks x is [N, C, H, W] on ctx's device and returns C.
 int64_t check_images(const char* op, Context& ctx, const Tensor& x) {
@@ -39,6 +48,10 @@ void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, con
   check_shape_and_device(op, ctx, "batch variance", batch_var, Shape{c});
   check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
   check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
+  check_channel_f32(op, {{"gamma", &gamma}, {"beta", &beta}, {"batch mean", &batch_mean},
+                         {"batch variance", &batch_var}, {"saved mean", &saved_mean},
+                         {"saved inverse std", &saved_inv_std}});
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &y, shortcut});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
   const MemoryFormat format = check_format(op, x, {&y, shortcut});
   dispatch(
@@ -60,16 +73,19 @@ void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, con
       },
       LS_CUDA_TWIN(gpu, {
         void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-        cuda::batchnorm_statistics(gpu.compute_stream, x.data(), n, c, spatial, eps, batch_mean.data(),
-                                   batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch, format);
-        if (shortcut)
-          cuda::batchnorm_add_relu_normalize(gpu.compute_stream, x.data(), shortcut->data(), n, c, spatial,
-                                             saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(),
-                                             y.data(), format);
-        else
-          (relu ? cuda::batchnorm_relu_normalize : cuda::batchnorm_normalize)(
-              gpu.compute_stream, x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-              beta.data(), y.data(), format);
+        with_stored_type(dtype, [&](auto tag) {
+          using T = decltype(tag);
+          cuda::batchnorm_statistics(gpu.compute_stream, elems<T>(x), n, c, spatial, eps, batch_mean.data(),
+                                     batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch, format);
+          if (shortcut)
+            cuda::batchnorm_add_relu_normalize(gpu.compute_stream, elems<T>(x), elems<T>(*shortcut), n, c, spatial,
+                                               saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(),
+                                               elems<T>(y), format);
+          else
+            (relu ? cuda::batchnorm_relu_normalize<T> : cuda::batchnorm_normalize<T>)(
+                gpu.compute_stream, elems<T>(x), n, c, spatial, saved_mean.data(), saved_inv_std.data(),
+                gamma.data(), beta.data(), elems<T>(y), format);
+        });
       }));
 }
 
@@ -93,16 +109,18 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
   Tensor* ds = shortcut.grad;
   if (ds) {
     check_shape_and_device(op, ctx, "shortcut gradient", *ds, x.shape());
-    LS_CHECK(!dx || dx->data() != ds->data(), op, ": the input and shortcut gradients must be separate buffers");
+    LS_CHECK(!dx || dx->raw() != ds->raw(), op, ": the input and shortcut gradients must be separate buffers");
   }
   check_shape_and_device(op, ctx, "gamma", gamma, Shape{c});
   check_shape_and_device(op, ctx, "saved mean", saved_mean, Shape{c});
   check_shape_and_device(op, ctx, "saved inverse std", saved_inv_std, Shape{c});
   check_shape_and_device(op, ctx, "gamma gradient", dgamma, Shape{c});
   check_shape_and_device(op, ctx, "beta gradient", dbeta, Shape{c});
+  check_channel_f32(op, {{"gamma", &gamma}, {"saved mean", &saved_mean}, {"saved inverse std", &saved_inv_std},
+                         {"gamma gradient", &dgamma}, {"beta gradient", &dbeta}});
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, y, &dy, dx, ds});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
   const MemoryFormat format = check_format(op, x, {y, &dy, dx, ds});
-  float* input_grad = dx ? dx->data() : nullptr;
   dispatch(op, ctx,
            [&] {
              CpuNchw nchw;
@@ -122,19 +140,22 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
            },
            LS_CUDA_TWIN(gpu, {
              void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-             if (shortcut.joined)
-               cuda::batchnorm_add_relu_backward(gpu.compute_stream, x.data(), y->data(), dy.data(), n, c, spatial,
-                                                 saved_mean.data(), saved_inv_std.data(), gamma.data(),
-                                                 dgamma.data(), dbeta.data(), input_grad, accumulate,
-                                                 ds ? ds->data() : nullptr, shortcut.accumulate, scratch, format);
-             else if (y)
-               cuda::batchnorm_relu_backward(gpu.compute_stream, x.data(), y->data(), dy.data(), n, c, spatial,
-                                             saved_mean.data(), saved_inv_std.data(), gamma.data(), dgamma.data(),
-                                             dbeta.data(), input_grad, accumulate, scratch, format);
-             else
-               cuda::batchnorm_backward(gpu.compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
-                                        saved_inv_std.data(), gamma.data(), dgamma.data(), dbeta.data(), input_grad,
-                                        accumulate, scratch, format);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               if (shortcut.joined)
+                 cuda::batchnorm_add_relu_backward(gpu.compute_stream, elems<T>(x), elems<T>(*y), elems<T>(dy), n, c,
+                                                   spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+                                                   dgamma.data(), dbeta.data(), elems<T>(dx), accumulate,
+                                                   elems<T>(ds), shortcut.accumulate, scratch, format);
+               else if (y)
+                 cuda::batchnorm_relu_backward(gpu.compute_stream, elems<T>(x), elems<T>(*y), elems<T>(dy), n, c,
+                                               spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+                                               dgamma.data(), dbeta.data(), elems<T>(dx), accumulate, scratch, format);
+               else
+                 cuda::batchnorm_backward(gpu.compute_stream, elems<T>(x), elems<T>(dy), n, c, spatial,
+                                          saved_mean.data(), saved_inv_std.data(), gamma.data(), dgamma.data(),
+                                          dbeta.data(), elems<T>(dx), accumulate, scratch, format);
+             });
            }));
 }
 
@@ -163,6 +184,9 @@ void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, 
   check_shape_and_device(op, ctx, "beta", beta, Shape{c});
   check_shape_and_device(op, ctx, "running mean", running_mean, Shape{c});
   check_shape_and_device(op, ctx, "running variance", running_var, Shape{c});
+  check_channel_f32(op, {{"gamma", &gamma}, {"beta", &beta}, {"running mean", &running_mean},
+                         {"running variance", &running_var}});
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &y});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
   const MemoryFormat format = check_format(op, x, {&y});
   dispatch(op, ctx,
@@ -173,8 +197,11 @@ void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, 
              nchw.finish();
            },
            LS_CUDA_TWIN(gpu, {
-             cuda::batchnorm_forward_eval(gpu.compute_stream, x.data(), n, c, spatial, running_mean.data(),
-                                          running_var.data(), eps, gamma.data(), beta.data(), y.data(), format);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::batchnorm_forward_eval(gpu.compute_stream, elems<T>(x), n, c, spatial, running_mean.data(),
+                                            running_var.data(), eps, gamma.data(), beta.data(), elems<T>(y), format);
+             });
            }));
 }
 

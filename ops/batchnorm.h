@@ -5,6 +5,11 @@
 // NHWC on NCHW copies, ops/cpu_nchw.h); and the
 // running-statistics update and exact statistics combination that the replica
 // manager applies after each step.
+//
+// The images of a call (x, y, dy, dx, the shortcut and its gradient) are all
+// f32 or, on a GPU, all bf16 storage (math, sums and statistics in FP32 or
+// double, each stored value rounded once); gamma, beta, the batch, saved and
+// running statistics and dgamma, dbeta are f32 always.
 #include <cstdint>
 #include <vector>
 

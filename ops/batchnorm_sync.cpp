@@ -8,6 +8,7 @@
 #include "kernels/cpu/bn_sync_cpu.h"
 #include "ops/checks.h"
 #include "ops/dispatch.h"
+#include "ops/stored_type.h"
 
 #if LOCKSTEP_WITH_CUDA
 #include "kernels/cuda/batchnorm_cuda.h"
@@ -51,6 +52,10 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
   for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &batch_mean, &batch_var, &saved_mean,
                                                               &saved_inv_std})
     check_shape_and_device(op, ctx, "per-channel tensor", *t, Shape{c});
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &batch_mean, &batch_var, &saved_mean,
+                                                              &saved_inv_std})
+    check_f32(op, "per-channel tensor", *t);
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &y});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3), count = n * spatial;
   double* packed = packed_of(sync_buffer);
   // This replica's statistics (saved_* are overwritten below), then its share of the sums.
@@ -62,8 +67,11 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
            },
            LS_CUDA_TWIN(gpu, {
              void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-             cuda::batchnorm_statistics(gpu.compute_stream, x.data(), n, c, spatial, eps, batch_mean.data(),
-                                        batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::batchnorm_statistics(gpu.compute_stream, elems<T>(x), n, c, spatial, eps, batch_mean.data(),
+                                          batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch);
+             });
              cuda::bn_sync_pack_means(gpu.compute_stream, batch_mean.data(), count, c, packed);
            }));
   group.all_reduce_sum(ctx, packed, c + 1);
@@ -80,8 +88,11 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
            },
            LS_CUDA_TWIN(gpu, {
              cuda::bn_sync_finish_stats(gpu.compute_stream, packed, c, eps, saved_mean.data(), saved_inv_std.data());
-             cuda::batchnorm_normalize(gpu.compute_stream, x.data(), n, c, spatial, saved_mean.data(),
-                                       saved_inv_std.data(), gamma.data(), beta.data(), y.data());
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::batchnorm_normalize(gpu.compute_stream, elems<T>(x), n, c, spatial, saved_mean.data(),
+                                         saved_inv_std.data(), gamma.data(), beta.data(), elems<T>(y));
+             });
            }));
 }
 
@@ -94,6 +105,9 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
   if (dx) check_shape_and_device(op, ctx, "input gradient", *dx, x.shape());
   for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta})
     check_shape_and_device(op, ctx, "per-channel tensor", *t, Shape{c});
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta})
+    check_f32(op, "per-channel tensor", *t);
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &dy, dx});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
   double* packed = packed_of(sync_buffer);
   double* sums = bn_sync_grad_sums(packed, c);
@@ -109,8 +123,11 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
            },
            LS_CUDA_TWIN(gpu, {
              void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
-             cuda::batchnorm_gradient_sums(gpu.compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
-                                           saved_inv_std.data(), sums, sums + c, scratch);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::batchnorm_gradient_sums(gpu.compute_stream, elems<T>(x), elems<T>(dy), n, c, spatial,
+                                             saved_mean.data(), saved_inv_std.data(), sums, sums + c, scratch);
+             });
              cuda::bn_sync_param_grads(gpu.compute_stream, packed, c, dgamma.data(), dbeta.data());
            }));
   group.all_reduce_sum(ctx, sums, 2 * c);
@@ -124,9 +141,12 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
            },
            LS_CUDA_TWIN(gpu, {
              cuda::bn_sync_grad_means(gpu.compute_stream, packed, c, mean_dy, mean_dy_xhat);
-             cuda::batchnorm_input_gradient(gpu.compute_stream, x.data(), dy.data(), n, c, spatial, saved_mean.data(),
-                                            saved_inv_std.data(), gamma.data(), mean_dy, mean_dy_xhat, dx->data(),
-                                            accumulate);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::batchnorm_input_gradient(gpu.compute_stream, elems<T>(x), elems<T>(dy), n, c, spatial,
+                                              saved_mean.data(), saved_inv_std.data(), gamma.data(), mean_dy,
+                                              mean_dy_xhat, elems<T>(*dx), accumulate);
+             });
            }));
 }
 

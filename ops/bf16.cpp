@@ -4,23 +4,18 @@
 #include "kernels/cpu/bf16_cpu.h"
 #include "ops/dispatch.h"
 
-namespace lockstep::ops {
+#if LOCKSTEP_WITH_CUDA
+#include "kernels/cuda/bf16_cuda.h"
+#endif
 
-namespace {
-[[noreturn]] void refuse_gpu(const char* op, const Context& ctx) {
-  LS_FAIL(op, " on ", ctx.device().str(), ": precision bf16 runs on the CPU backend only in this build");
-}
-}  // namespace
+namespace lockstep::ops {
 
 void round_to_bf16(Context& ctx, Tensor& x) {
   LS_CHECK(x.dtype() == DType::f32 && x.device() == ctx.device(), "round_to_bf16: ", dtype_name(x.dtype()),
            " tensor on ", x.device().str(), " with a context on ", ctx.device().str(), " (f32 on the same device)");
   dispatch(
       "round_to_bf16", ctx, [&] { cpu::round_to_bf16_in_place(x.data(), x.numel()); },
-      LS_CUDA_TWIN(gpu, {
-        (void)gpu;
-        refuse_gpu("round_to_bf16", ctx);
-      }));
+      LS_CUDA_TWIN(gpu, { cuda::round_to_bf16(gpu.compute_stream, x.data(), x.numel()); }));
 }
 
 void convert(Context& ctx, const Tensor& src, Tensor& dst) {
@@ -38,8 +33,8 @@ void convert(Context& ctx, const Tensor& src, Tensor& dst) {
         else cpu::widen_from_bf16(src.bf16_data(), dst.data(), src.numel());
       },
       LS_CUDA_TWIN(gpu, {
-        (void)gpu;
-        refuse_gpu("convert", ctx);
+        if (narrow) cuda::convert_stored(gpu.compute_stream, src.data(), dst.bf16_data(), src.numel());
+        else cuda::convert_stored(gpu.compute_stream, src.bf16_data(), dst.data(), src.numel());
       }));
 }
 

@@ -1,10 +1,9 @@
 #pragma once
-// The conversions precision bf16 (runtime/precision.h) needs. In this build
-// bf16 runs on the CPU backend only (a GPU context refuses it): the CPU keeps
-// activations in FP32 storage holding bf16 values, rounded with
-// round_to_bf16 where a GPU would store bf16, and reads the bf16 copy of the
-// weights (ParameterArenas::params_bf16) through convert. A GPU device is an
-// Error here until the CUDA bf16 kernels exist.
+// The conversions precision bf16 (runtime/precision.h) needs: on the CPU,
+// which keeps activations in FP32 storage holding bf16 values, rounding in
+// place where a GPU would store bf16; on either device, the bf16 copy of the
+// weights (ParameterArenas::params_bf16) and the network's input converted
+// from FP32. On a GPU both run as CUDA kernels (kernels/cuda/bf16_cuda.h).
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 

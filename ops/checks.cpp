@@ -42,6 +42,27 @@ void check_same(const char* op, Context& ctx, const Tensor& expected, std::initi
   check_device(op, ctx, others);
 }
 
+DType check_stored(const char* op, Context& ctx, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t) continue;
+    if (!first) {
+      first = t;
+      LS_CHECK(t->dtype() == DType::f32 || t->dtype() == DType::bf16, op, ": a tensor of ", dtype_name(t->dtype()),
+               ", expected f32 or bf16");
+      LS_CHECK(t->dtype() == DType::f32 || ctx.device().is_cuda(), op, ": bf16 tensors on ", ctx.device().str(),
+               " (bf16 storage is a GPU mode; the CPU's bf16 mode rounds values held in f32 tensors)");
+    }
+    LS_CHECK(t->dtype() == first->dtype(), op, ": tensors of ", dtype_name(first->dtype()), " and ",
+             dtype_name(t->dtype()), " mixed (an op's activations share one stored type)");
+  }
+  return first ? first->dtype() : DType::f32;
+}
+
+void check_f32(const char* op, const char* what, const Tensor& t) {
+  LS_CHECK(t.dtype() == DType::f32, op, ": ", what, " is ", dtype_name(t.dtype()), ", expected f32");
+}
+
 MemoryFormat check_format(const char* op, const Tensor& first, std::initializer_list<const Tensor*> others) {
   for (const Tensor* t : others)
     LS_CHECK(!t || t->format() == first.format(), op, ": memory formats ", memory_format_name(first.format()),

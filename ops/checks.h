@@ -21,6 +21,13 @@ void check_matrix(const char* op, Context& ctx, const char* what, const Tensor& 
 // Every tensor has `expected`'s element count and memory format, and all live
 // on ctx's device.
 void check_same(const char* op, Context& ctx, const Tensor& expected, std::initializer_list<const Tensor*> others);
+// The activations of an op (null ones skipped) share one stored type, f32
+// or bf16, which is returned; bf16 only on a GPU context (the CPU's bf16 mode
+// rounds values held in f32 tensors, ops/bf16.h). An op's FP32-only tensors
+// (batch-norm parameters and statistics) are checked with check_f32.
+DType check_stored(const char* op, Context& ctx, std::initializer_list<const Tensor*> tensors);
+// `t` (called `what` in the message) is f32.
+void check_f32(const char* op, const char* what, const Tensor& t);
 // Every image tensor of an op lies alike: each of `others` (null ones skipped)
 // has `first`'s memory format, which is returned.
 MemoryFormat check_format(const char* op, const Tensor& first, std::initializer_list<const Tensor*> others);

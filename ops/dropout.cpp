@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "ops/checks.h"
 #include "ops/dispatch.h"
+#include "ops/stored_type.h"
 #include "kernels/cpu/dropout_cpu.h"
 #include "kernels/dropout_math.h"
 
@@ -14,11 +15,13 @@ namespace lockstep::ops {
 
 namespace {
 
-void check_args(const char* op, Context& ctx, const StepInfo& step, const Tensor& a, const Tensor& b, float p) {
+DType check_args(const char* op, Context& ctx, const StepInfo& step, const Tensor& a, const Tensor& b, float p) {
   check_same(op, ctx, a, {&b});
+  const DType dtype = check_stored(op, ctx, {&a, &b});
   LS_CHECK(!step.step_on_device || ctx.device().is_cuda(), op, ": a step in device memory on ", ctx.device().str());
   LS_CHECK(p >= 0.0f && p < 1.0f, op, ": p = ", p, " is outside [0, 1)");
   LS_CHECK(step.sample_offset >= 0, op, ": negative sample offset ", step.sample_offset);
+  return dtype;
 }
 
 // The global index of the tensor's first element: per_sample counts the
@@ -37,21 +40,30 @@ uint64_t first_index(const StepInfo& step, const Tensor& t) {
 
 void dropout_forward(Context& ctx, const StepInfo& step, const Tensor& x, Tensor& y, float p, uint64_t salt) {
   const char* op = "dropout";
-  check_args(op, ctx, step, x, y, p);
+  [[maybe_unused]] const DType dtype = check_args(op, ctx, step, x, y, p);
   const uint64_t key = dropout_key(step.seed, step.step, salt), first = first_index(step, x);
   dispatch(op, ctx, [&] { cpu::dropout_forward(x.data(), y.data(), x.numel(), key, first, p); },
-           LS_CUDA_TWIN(gpu, { cuda::dropout_forward(gpu.compute_stream, x.data(), y.data(), x.numel(), device_key(step, salt), first, p); }));
+           LS_CUDA_TWIN(gpu, {
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::dropout_forward(gpu.compute_stream, elems<T>(x), elems<T>(y), x.numel(), device_key(step, salt),
+                                     first, p);
+             });
+           }));
 }
 
 void dropout_backward(Context& ctx, const StepInfo& step, const Tensor& dy, Tensor& dx, float p, uint64_t salt,
                       bool accumulate) {
   const char* op = "dropout backward";
-  check_args(op, ctx, step, dy, dx, p);
+  [[maybe_unused]] const DType dtype = check_args(op, ctx, step, dy, dx, p);
   const uint64_t key = dropout_key(step.seed, step.step, salt), first = first_index(step, dy);
   dispatch(op, ctx, [&] { cpu::dropout_backward(dy.data(), dx.data(), dy.numel(), key, first, p, accumulate); },
            LS_CUDA_TWIN(gpu, {
-             cuda::dropout_backward(gpu.compute_stream, dy.data(), dx.data(), dy.numel(), device_key(step, salt), first, p,
-                                    accumulate);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::dropout_backward(gpu.compute_stream, elems<T>(dy), elems<T>(dx), dy.numel(),
+                                      device_key(step, salt), first, p, accumulate);
+             });
            }));
 }
 

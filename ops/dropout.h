@@ -3,6 +3,7 @@
 // dropout_key(step.seed, step.step, salt) at the global element index
 // (step.sample_offset + n) * per_sample + i, so backward recomputes it and N
 // replicas draw what one replica would over the whole batch.
+// x and y (dy and dx) are both f32 or, on a GPU, both bf16 (math in FP32).
 #include <cstdint>
 
 #include "runtime/context.h"

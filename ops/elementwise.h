@@ -1,6 +1,7 @@
 #pragma once
 // Element-wise ops on tensors of one device, dispatched to the CPU loops or
-// the CUDA kernels by the context's device.
+// the CUDA kernels by the context's device. The tensors of a call are all f32
+// or, on a GPU, all bf16 (math in FP32, ops/checks.h check_stored).
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 

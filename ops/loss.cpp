@@ -1,7 +1,9 @@
 #include "ops/loss.h"
 
 #include "base/error.h"
+#include "ops/checks.h"
 #include "ops/dispatch.h"
+#include "ops/stored_type.h"
 #include "kernels/cpu/loss_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -38,19 +40,23 @@ LossSums cpu_loss(const Tensor& logits, const Tensor& labels, int classes, float
 StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
                                   Tensor* logits_grad) {
   const int classes = check_loss_shapes(logits, labels, logits_grad);
+  [[maybe_unused]] const DType dtype = check_stored("softmax_cross_entropy", ctx, {&logits, logits_grad});
   int64_t rows = logits.dim(0);
   StepMetrics m;
   m.count = rows;
   if (rows == 0) return m;
-  float* grad = logits_grad ? logits_grad->data() : nullptr;
   LossSums sums = dispatch(
-      "softmax_cross_entropy", ctx, [&] { return cpu_loss(logits, labels, classes, scale, grad); },
+      "softmax_cross_entropy", ctx,
+      [&] { return cpu_loss(logits, labels, classes, scale, elems<float>(logits_grad)); },
       LS_CUDA_TWIN(gpu, {
         DeviceGuard guard(gpu.device);  // the host waits for the result anyway: the guard costs nothing that matters
         cuda::LossScratch scratch{gpu.reduce_scratch, CudaState::reduce_scratch_bytes, gpu.readback,
                                   CudaState::readback_bytes};
-        return cuda::softmax_cross_entropy(gpu.compute_stream, scratch, logits.data(), labels.labels(), rows, classes,
-                                           scale, grad);
+        return with_stored_type(dtype, [&](auto tag) {
+          using T = decltype(tag);
+          return cuda::softmax_cross_entropy(gpu.compute_stream, scratch, elems<T>(logits), labels.labels(), rows,
+                                             classes, scale, elems<T>(logits_grad));
+        });
       }));
   m.loss_sum = sums.loss_sum;
   m.correct = sums.correct;
@@ -60,15 +66,15 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
 MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
                                              Tensor* logits_grad) {
   const int classes = check_loss_shapes(logits, labels, logits_grad);
+  [[maybe_unused]] const DType dtype = check_stored("softmax_cross_entropy", ctx, {&logits, logits_grad});
   const int64_t rows = logits.dim(0);
-  float* grad = logits_grad ? logits_grad->data() : nullptr;
   return dispatch(
       "softmax_cross_entropy", ctx,
       [&]() -> MetricsReadback {
         StepMetrics m;
         m.count = rows;
         if (rows > 0) {
-          LossSums sums = cpu_loss(logits, labels, classes, scale, grad);
+          LossSums sums = cpu_loss(logits, labels, classes, scale, elems<float>(logits_grad));
           m.loss_sum = sums.loss_sum;
           m.correct = sums.correct;
         }
@@ -79,8 +85,11 @@ MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits,
         cuda::LossScratch scratch{gpu.reduce_scratch, CudaState::reduce_scratch_bytes, nullptr, 0};
         auto* result = static_cast<cuda::LossResult*>(gpu.step_metrics);
         auto* host = static_cast<cuda::LossResult*>(gpu.step_metrics_host);
-        cuda::softmax_cross_entropy_queued(gpu.compute_stream, scratch, logits.data(), labels.labels(), rows, classes,
-                                           scale, grad, result, host);
+        with_stored_type(dtype, [&](auto tag) {
+          using T = decltype(tag);
+          cuda::softmax_cross_entropy_queued(gpu.compute_stream, scratch, elems<T>(logits), labels.labels(), rows,
+                                             classes, scale, elems<T>(logits_grad), result, host);
+        });
         // The labels tensor is kept alive for the bad-label message.
         return [state = &gpu, host, labels, rows, classes] {
           DeviceGuard guard(state->device);

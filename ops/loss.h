@@ -2,6 +2,8 @@
 // Softmax cross-entropy with integer labels. Returns the unscaled loss sum and
 // correct count; when `logits_grad` is defined writes scale * dLoss/dlogits
 // into it (the replica manager passes scale = 1/B, B the global batch).
+// The logits and their gradient are both f32 or, on a GPU, both bf16; the
+// loss is FP32 (summed in double) either way.
 #include "runtime/context.h"
 #include "runtime/model.h"
 #include "runtime/tensor.h"

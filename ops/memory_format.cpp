@@ -4,6 +4,7 @@
 #include "kernels/cpu/transpose_cpu.h"
 #include "ops/checks.h"
 #include "ops/dispatch.h"
+#include "ops/stored_type.h"
 #include "ops/tensor_ops.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -14,8 +15,9 @@ namespace lockstep::ops {
 
 void convert_format(Context& ctx, const Tensor& src, Tensor& dst) {
   const char* op = "convert_format";
-  check_tensor(op, ctx, "source", src);
-  check_tensor(op, ctx, "destination", dst);
+  LS_CHECK(src.defined() && dst.defined(), op, ": source or destination is not allocated");
+  check_device(op, ctx, {&src, &dst});
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&src, &dst});
   LS_CHECK(src.shape().rank() == 4, op, ": source must be [N, C, H, W], got ", src.shape().str());
   check_shape(op, "destination", dst, src.shape());
   if (src.format() == dst.format()) {
@@ -28,11 +30,16 @@ void convert_format(Context& ctx, const Tensor& src, Tensor& dst) {
   const bool to_nhwc = dst.format() == MemoryFormat::nhwc;
   const int64_t rows = to_nhwc ? c : spatial, cols = to_nhwc ? spatial : c;
   dispatch(op, ctx, [&] { cpu::transpose_planes(src.data(), dst.data(), n, rows, cols); },
-           LS_CUDA_TWIN(gpu, { cuda::transpose_planes(gpu.compute_stream, src.data(), dst.data(), n, rows, cols); }));
+           LS_CUDA_TWIN(gpu, {
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::transpose_planes(gpu.compute_stream, elems<T>(src), elems<T>(dst), n, rows, cols);
+             });
+           }));
 }
 
 Tensor to_format(Context& ctx, const Tensor& src, MemoryFormat format) {
-  Tensor dst = Tensor::empty(src.shape(), ctx.device()).with_format(format);
+  Tensor dst = Tensor::empty(src.shape(), ctx.device(), src.dtype()).with_format(format);
   convert_format(ctx, src, dst);
   return dst;
 }

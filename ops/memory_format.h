@@ -9,9 +9,10 @@
 namespace lockstep::ops {
 
 // dst = src with dst's memory format: src and dst [N, C, H, W] of one shape,
-// separate buffers, on ctx's device. Same formats: a plain copy.
+// separate buffers, on ctx's device, both f32 or (on a GPU) both bf16.
+// Same formats: a plain copy.
 void convert_format(Context& ctx, const Tensor& src, Tensor& dst);
-// A new tensor on ctx's device holding src in `format`.
+// A new tensor on ctx's device holding src in `format` (src's dtype).
 Tensor to_format(Context& ctx, const Tensor& src, MemoryFormat format);
 
 }  // namespace lockstep::ops

@@ -5,6 +5,7 @@
 #include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "ops/operand_dtype.h"
+#include "ops/stored_type.h"
 #include "kernels/cpu/pool_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -125,6 +126,7 @@ void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
            x.shape().str());
   check_shape(op, "output", y, Shape{x.dim(0), x.dim(1), 1, 1});
   check_device(op, ctx, {&x, &y});
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &y});
   const int64_t planes = x.dim(0) * x.dim(1), pixels = x.dim(2) * x.dim(3);
   // y [N, C, 1, 1] lies the same in either format, so only x's matters.
   dispatch(op, ctx,
@@ -133,10 +135,14 @@ void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y) {
              cpu::global_avg_pool_forward(c.in(x), y.data(), planes, pixels);
            },
            LS_CUDA_TWIN(gpu, {
-             if (x.format() == MemoryFormat::nhwc)
-               cuda::global_avg_pool_forward_nhwc(gpu.compute_stream, x.data(), y.data(), x.dim(0), x.dim(1), pixels);
-             else
-               cuda::global_avg_pool_forward(gpu.compute_stream, x.data(), y.data(), planes, pixels);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               if (x.format() == MemoryFormat::nhwc)
+                 cuda::global_avg_pool_forward_nhwc(gpu.compute_stream, elems<T>(x), elems<T>(y), x.dim(0), x.dim(1),
+                                                    pixels);
+               else
+                 cuda::global_avg_pool_forward(gpu.compute_stream, elems<T>(x), elems<T>(y), planes, pixels);
+             });
            }));
 }
 
@@ -146,6 +152,7 @@ void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool a
            ": input gradient must be [N, C, H, W] with H, W > 0, got ", dx.shape().str());
   check_shape(op, "output gradient", dy, Shape{dx.dim(0), dx.dim(1), 1, 1});
   check_device(op, ctx, {&dy, &dx});
+  [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&dy, &dx});
   const int64_t planes = dx.dim(0) * dx.dim(1), pixels = dx.dim(2) * dx.dim(3);
   dispatch(op, ctx,
            [&] {
@@ -154,11 +161,15 @@ void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool a
              c.finish();
            },
            LS_CUDA_TWIN(gpu, {
-             if (dx.format() == MemoryFormat::nhwc)
-               cuda::global_avg_pool_backward_nhwc(gpu.compute_stream, dy.data(), dx.data(), dx.dim(0), dx.dim(1),
-                                                   pixels, accumulate);
-             else
-               cuda::global_avg_pool_backward(gpu.compute_stream, dy.data(), dx.data(), planes, pixels, accumulate);
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               if (dx.format() == MemoryFormat::nhwc)
+                 cuda::global_avg_pool_backward_nhwc(gpu.compute_stream, elems<T>(dy), elems<T>(dx), dx.dim(0),
+                                                     dx.dim(1), pixels, accumulate);
+               else
+                 cuda::global_avg_pool_backward(gpu.compute_stream, elems<T>(dy), elems<T>(dx), planes, pixels,
+                                                accumulate);
+             });
            }));
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Summing and copying ops on tensors of one device (the add and flatten
-// layers). Shapes may differ; element counts must match.
+// layers). Shapes may differ; element counts must match. The tensors of a
+// call are all f32 or, on a GPU, all bf16 (sums in FP32, rounded once).
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 

@@ -7,7 +7,11 @@
 // needs the total. Element-wise passes walk whole planes the same way, one
 // channel each. NHWC (channels last): the same sums in the same order at
 // strided addresses, so the same bits as NCHW; element-wise passes walk the
-// flat order (channel_reduce.cuh, for_each_value).
+// flat order (channel_reduce.cuh, for_each_value). The images (x, y, dy, dx,
+// the shortcut and its gradient) are templates on their stored type T, float
+// or bf16 (kernels/stored_type.h): every value is widened as it is read and
+// rounded once as it is written, the math and sums as in FP32 storage; the
+// per-channel arrays are FP32 whatever T is.
 #include "kernels/cuda/batchnorm_cuda.h"
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include "kernels/cuda/channel_reduce.cuh"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/elementwise_math.h"
+#include "kernels/stored_type.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -30,17 +35,17 @@ using namespace channel_reduce;
 
 // The value each channel's sums are shifted by (kernels/bn_math.h,
 // bn_shifted_moments): the channel's first value, of sample 0.
-__device__ __forceinline__ double channel_shift(const float* x, const Layout& l, int64_t c) {
-  return l.n * l.spatial > 0 ? static_cast<double>(x[value_offset(l, 0, c, 0)]) : 0.0;
+template <typename T> __device__ __forceinline__ double channel_shift(const T* x, const Layout& l, int64_t c) {
+  return l.n * l.spatial > 0 ? static_cast<double>(load(x, value_offset(l, 0, c, 0))) : 0.0;
 }
 
 // One pass over the input: each run's sums of d = x - shift and d * d.
-__global__ void __launch_bounds__(kThreads)
-    run_shifted_moments(const float* x, Layout l, double* sums, double* squares) {
+template <typename T>
+__global__ void __launch_bounds__(kThreads) run_shifted_moments(const T* x, Layout l, double* sums, double* squares) {
   const double shift = channel_shift(x, l, blockIdx.x / l.splits);
   double acc = 0.0, acc2 = 0.0;
   for_each_in_run(l, [&](int64_t o) {
-    const double d = x[o] - shift;
+    const double d = load(x, o) - shift;
     acc += d;
     acc2 += d * d;
   });
@@ -52,7 +57,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-__global__ void finish_statistics(const float* x, Layout l, const double* sums, const double* squares, float eps,
+template <typename T>
+__global__ void finish_statistics(const T* x, Layout l, const double* sums, const double* squares, float eps,
                                   float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= l.channels) return;
@@ -66,28 +72,29 @@ __global__ void finish_statistics(const float* x, Layout l, const double* sums, 
 
 // Relu: batch norm + ReLU fused, the output clamped at 0; a non-null
 // shortcut is added before the clamp (the residual join).
-template <bool Relu>
+template <bool Relu, typename T>
 __global__ void __launch_bounds__(kThreads)
-    normalize(const float* x, const float* shortcut, float* y, Layout l, const float* mean, const float* inv_std,
+    normalize(const T* x, const T* shortcut, T* y, Layout l, const float* mean, const float* inv_std,
               const float* gamma, const float* beta) {
   for_each_value(l, [&](uint32_t c, int64_t i) {
-    float v = bn_normalize(x[i], mean[c], inv_std[c], gamma[c], beta[c]);
-    if (shortcut) v += shortcut[i];
-    y[i] = Relu ? relu_forward(v) : v;
+    float v = bn_normalize(load(x, i), mean[c], inv_std[c], gamma[c], beta[c]);
+    if (shortcut) v += load(shortcut, i);
+    store(y, i, Relu ? relu_forward(v) : v);
   });
 }
 
 // The gradient the batch-norm backward passes read: dy, or with the ReLU
 // fused, the ReLU's gradient of dy from its output y.
-template <bool Relu> __device__ __forceinline__ float grad_at(const float* dy, const float* y, int64_t i) {
-  return Relu ? relu_backward(y[i], dy[i]) : dy[i];
+template <bool Relu, typename T> __device__ __forceinline__ float grad_at(const T* dy, const T* y, int64_t i) {
+  return Relu ? relu_backward(load(y, i), load(dy, i)) : load(dy, i);
 }
 
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    normalize_eval(const float* x, float* y, Layout l, const float* running_mean, const float* running_var, float eps,
+    normalize_eval(const T* x, T* y, Layout l, const float* running_mean, const float* running_var, float eps,
                    const float* gamma, const float* beta) {
   for_each_value(l, [&](uint32_t c, int64_t i) {
-    y[i] = bn_normalize(x[i], running_mean[c], bn_inv_std(running_var[c], eps), gamma[c], beta[c]);
+    store(y, i, bn_normalize(load(x, i), running_mean[c], bn_inv_std(running_var[c], eps), gamma[c], beta[c]));
   });
 }
 
@@ -97,18 +104,20 @@ __global__ void __launch_bounds__(kThreads)
 enum class Shortcut { none, write, add };
 
 // sum(dy) and sum(dy * xhat) of a run, xhat formed in float as the CPU does.
-template <bool Relu, Shortcut Store = Shortcut::none>
+// A written shortcut gradient is exact in bf16 too (the ReLU mask of a
+// stored dy is dy or 0), so the input-gradient pass may read it back.
+template <bool Relu, Shortcut Store, typename T>
 __global__ void __launch_bounds__(kThreads)
-    run_gradient_sums(const float* x, const float* dy, const float* y, Layout l, const float* mean,
-                      const float* inv_std, double* partial_dy, double* partial_dy_xhat, float* dshortcut) {
+    run_gradient_sums(const T* x, const T* dy, const T* y, Layout l, const float* mean, const float* inv_std,
+                      double* partial_dy, double* partial_dy_xhat, T* dshortcut) {
   const int64_t c = blockIdx.x / l.splits;
   const float m = mean[c], inv = inv_std[c];
   double sum_dy = 0.0, sum_dy_xhat = 0.0;
   for_each_in_run(l, [&](int64_t o) {
-    const double xhat = (x[o] - m) * inv;
+    const double xhat = (load(x, o) - m) * inv;
     const float g = grad_at<Relu>(dy, y, o);
-    if (Store == Shortcut::write) dshortcut[o] = g;
-    if (Store == Shortcut::add) dshortcut[o] += g;
+    if (Store == Shortcut::write) store(dshortcut, o, g);
+    if (Store == Shortcut::add) store(dshortcut, o, load(dshortcut, o) + g);
     sum_dy += g;
     sum_dy_xhat += g * xhat;
   });
@@ -141,16 +150,16 @@ __global__ void finish_gradient_sums_double(Layout l, const double* partial_dy, 
   sum_dy_xhat[c] = channel_total(partial_dy_xhat, c, l.splits);
 }
 
-template <bool Accumulate, bool Relu>
+template <bool Accumulate, bool Relu, typename T>
 __global__ void __launch_bounds__(kThreads)
-    input_gradient(const float* x, const float* dy, const float* y, float* dx, Layout l, const float* mean,
-                   const float* inv_std, const float* gamma, const float* mean_dy, const float* mean_dy_xhat) {
+    input_gradient(const T* x, const T* dy, const T* y, T* dx, Layout l, const float* mean, const float* inv_std,
+                   const float* gamma, const float* mean_dy, const float* mean_dy_xhat) {
   for_each_value(l, [&](uint32_t c, int64_t i) {
-    const float xhat = (x[i] - mean[c]) * inv_std[c];
-    float g = Accumulate ? dx[i] : 0.0f;
+    const float xhat = (load(x, i) - mean[c]) * inv_std[c];
+    float g = Accumulate ? load(dx, i) : 0.0f;
     store_grad(g, bn_input_grad(grad_at<Relu>(dy, y, i), xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
                Accumulate);
-    dx[i] = g;
+    store(dx, i, g);
   });
 }
 
@@ -176,25 +185,25 @@ Scratch carve(void* scratch, const Layout& l) {
   return {d, d + partials, f, f + l.channels};
 }
 
-template <bool Relu>
-void launch_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n, int64_t channels,
+template <bool Relu, typename T>
+void launch_normalize(cudaStream_t stream, const T* x, const T* shortcut, int64_t n, int64_t channels,
                       int64_t spatial, const float* mean, const float* inv_std, const float* gamma, const float* beta,
-                      float* y, MemoryFormat format) {
+                      T* y, MemoryFormat format) {
   if (n * channels * spatial <= 0) return;
   Layout l = layout_for(n, channels, spatial, format);
-  LS_LAUNCH(value_blocks(l), kThreads, 0, stream, normalize<Relu>)(x, shortcut, y, l, mean, inv_std, gamma, beta);
+  LS_LAUNCH(value_blocks(l), kThreads, 0, stream, normalize<Relu, T>)(x, shortcut, y, l, mean, inv_std, gamma, beta);
   LS_CUDA_CHECK_LAUNCH("normalize");
 }
 
-template <bool Relu>
-void launch_input_gradient(cudaStream_t stream, const Layout& l, const float* x, const float* dy, const float* y,
+template <bool Relu, typename T>
+void launch_input_gradient(cudaStream_t stream, const Layout& l, const T* x, const T* dy, const T* y,
                            const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
-                           const float* mean_dy_xhat, float* dx, bool accumulate) {
+                           const float* mean_dy_xhat, T* dx, bool accumulate) {
   if (accumulate)
-    LS_LAUNCH(value_blocks(l), kThreads, 0, stream, input_gradient<true, Relu>)(x, dy, y, dx, l, mean, inv_std, gamma,
+    LS_LAUNCH(value_blocks(l), kThreads, 0, stream, input_gradient<true, Relu, T>)(x, dy, y, dx, l, mean, inv_std, gamma,
                                                                            mean_dy, mean_dy_xhat);
   else
-    LS_LAUNCH(value_blocks(l), kThreads, 0, stream, input_gradient<false, Relu>)(x, dy, y, dx, l, mean, inv_std,
+    LS_LAUNCH(value_blocks(l), kThreads, 0, stream, input_gradient<false, Relu, T>)(x, dy, y, dx, l, mean, inv_std,
                                                                             gamma, mean_dy, mean_dy_xhat);
   LS_CUDA_CHECK_LAUNCH("input_gradient");
 }
@@ -202,33 +211,33 @@ void launch_input_gradient(cudaStream_t stream, const Layout& l, const float* x,
 // y is read only with Relu (the fused ReLU's output); dshortcut (with Relu
 // only) receives the masked gradient per `store`, and once written it is
 // what the input-gradient pass reads instead of y and dy.
-template <bool Relu>
-void launch_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
+template <bool Relu, typename T>
+void launch_backward(cudaStream_t stream, const T* x, const T* y, const T* dy, int64_t n, int64_t channels,
                      int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
-                     float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch, MemoryFormat format,
-                     Shortcut store = Shortcut::none, float* dshortcut = nullptr) {
+                     float* dgamma, float* dbeta, T* dx, bool accumulate, void* scratch, MemoryFormat format,
+                     Shortcut store = Shortcut::none, T* dshortcut = nullptr) {
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial, format);
   Scratch s = carve(scratch, l);
   if (store == Shortcut::write)
-    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::write>)(
+    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::write, T>)(
         x, dy, y, l, saved_mean, saved_inv_std, s.first, s.second, dshortcut);
   else if (store == Shortcut::add)
-    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::add>)(
+    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::add, T>)(
         x, dy, y, l, saved_mean, saved_inv_std, s.first, s.second, dshortcut);
   else
-    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu>)(x, dy, y, l, saved_mean, saved_inv_std,
-                                                                          s.first, s.second, nullptr);
+    LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<Relu, Shortcut::none, T>)(
+        x, dy, y, l, saved_mean, saved_inv_std, s.first, s.second, nullptr);
   LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
   LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums)(l, s.first, s.second, dgamma, dbeta,
                                                                           s.floats_a, s.floats_b);
   LS_CUDA_CHECK_LAUNCH("finish_gradient_sums");
   if (!dx || n * spatial == 0) return;
   if (store == Shortcut::write)
-    launch_input_gradient<false>(stream, l, x, dshortcut, nullptr, saved_mean, saved_inv_std, gamma, s.floats_a,
+    launch_input_gradient<false, T>(stream, l, x, dshortcut, nullptr, saved_mean, saved_inv_std, gamma, s.floats_a,
                                  s.floats_b, dx, accumulate);
   else
-    launch_input_gradient<Relu>(stream, l, x, dy, y, saved_mean, saved_inv_std, gamma, s.floats_a, s.floats_b, dx,
+    launch_input_gradient<Relu, T>(stream, l, x, dy, y, saved_mean, saved_inv_std, gamma, s.floats_a, s.floats_b, dx,
                                 accumulate);
 }
 
@@ -240,103 +249,113 @@ size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
   return (bytes + 15) / 16 * 16;
 }
 
-void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float eps,
+template <typename T>
+void batchnorm_statistics(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial, float eps,
                           float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
                           MemoryFormat format) {
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial, format);
   Scratch s = carve(scratch, l);
-  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_shifted_moments)(x, l, s.first, s.second);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_shifted_moments<T>)(x, l, s.first, s.second);
   LS_CUDA_CHECK_LAUNCH("run_shifted_moments");
-  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_statistics)(x, l, s.first, s.second, eps,
-                                                                       batch_mean, batch_var, saved_mean,
-                                                                       saved_inv_std);
+  LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_statistics<T>)(x, l, s.first, s.second, eps,
+                                                                                batch_mean, batch_var, saved_mean,
+                                                                                saved_inv_std);
   LS_CUDA_CHECK_LAUNCH("finish_statistics");
 }
 
-void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y,
+template <typename T>
+void batchnorm_normalize(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial,
+                         const float* mean, const float* inv_std, const float* gamma, const float* beta, T* y,
                          MemoryFormat format) {
-  launch_normalize<false>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
+  launch_normalize<false, T>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
-void batchnorm_relu_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                              const float* mean, const float* inv_std, const float* gamma, const float* beta,
-                              float* y, MemoryFormat format) {
-  launch_normalize<true>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
+template <typename T>
+void batchnorm_relu_normalize(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial,
+                              const float* mean, const float* inv_std, const float* gamma, const float* beta, T* y,
+                              MemoryFormat format) {
+  launch_normalize<true, T>(stream, x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
-void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                             float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
-                             float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
-                             MemoryFormat format) {
+template <typename T>
+void batchnorm_forward_train(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial, float eps,
+                             const float* gamma, const float* beta, T* y, float* batch_mean, float* batch_var,
+                             float* saved_mean, float* saved_inv_std, void* scratch, MemoryFormat format) {
   batchnorm_statistics(stream, x, n, channels, spatial, eps, batch_mean, batch_var, saved_mean, saved_inv_std,
-                       scratch);
+                       scratch, format);
   batchnorm_normalize(stream, x, n, channels, spatial, saved_mean, saved_inv_std, gamma, beta, y, format);
 }
 
-void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+template <typename T>
+void batchnorm_forward_eval(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial,
                             const float* running_mean, const float* running_var, float eps, const float* gamma,
-                            const float* beta, float* y, MemoryFormat format) {
+                            const float* beta, T* y, MemoryFormat format) {
   if (n * channels * spatial <= 0) return;
   Layout l = layout_for(n, channels, spatial, format);
-  LS_LAUNCH(value_blocks(l), kThreads, 0, stream, normalize_eval)(x, y, l, running_mean, running_var, eps, gamma, beta);
+  LS_LAUNCH(value_blocks(l), kThreads, 0, stream, normalize_eval<T>)(x, y, l, running_mean, running_var, eps, gamma,
+                                                                    beta);
   LS_CUDA_CHECK_LAUNCH("normalize_eval");
 }
 
-void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
-                        int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
-                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch, MemoryFormat format) {
-  launch_backward<false>(stream, x, nullptr, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta,
-                         dx, accumulate, scratch, format);
+template <typename T>
+void batchnorm_backward(cudaStream_t stream, const T* x, const T* dy, int64_t n, int64_t channels, int64_t spatial,
+                        const float* saved_mean, const float* saved_inv_std, const float* gamma, float* dgamma,
+                        float* dbeta, T* dx, bool accumulate, void* scratch, MemoryFormat format) {
+  launch_backward<false, T>(stream, x, nullptr, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma,
+                            dbeta, dx, accumulate, scratch, format);
 }
 
-void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
-                             int64_t channels, int64_t spatial, const float* saved_mean, const float* saved_inv_std,
-                             const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
-                             void* scratch, MemoryFormat format) {
-  launch_backward<true>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta, dx,
-                        accumulate, scratch, format);
+template <typename T>
+void batchnorm_relu_backward(cudaStream_t stream, const T* x, const T* y, const T* dy, int64_t n, int64_t channels,
+                             int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
+                             float* dgamma, float* dbeta, T* dx, bool accumulate, void* scratch,
+                             MemoryFormat format) {
+  launch_backward<true, T>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta,
+                           dx, accumulate, scratch, format);
 }
 
-void batchnorm_add_relu_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n,
-                                  int64_t channels, int64_t spatial, const float* mean, const float* inv_std,
-                                  const float* gamma, const float* beta, float* y, MemoryFormat format) {
-  launch_normalize<true>(stream, x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
+template <typename T>
+void batchnorm_add_relu_normalize(cudaStream_t stream, const T* x, const T* shortcut, int64_t n, int64_t channels,
+                                  int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
+                                  const float* beta, T* y, MemoryFormat format) {
+  launch_normalize<true, T>(stream, x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
-void batchnorm_add_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
+template <typename T>
+void batchnorm_add_relu_backward(cudaStream_t stream, const T* x, const T* y, const T* dy, int64_t n,
                                  int64_t channels, int64_t spatial, const float* saved_mean,
-                                 const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta,
-                                 float* dx, bool accumulate, float* dshortcut, bool accumulate_shortcut,
-                                 void* scratch, MemoryFormat format) {
+                                 const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta, T* dx,
+                                 bool accumulate, T* dshortcut, bool accumulate_shortcut, void* scratch,
+                                 MemoryFormat format) {
   const Shortcut store = !dshortcut ? Shortcut::none : accumulate_shortcut ? Shortcut::add : Shortcut::write;
-  launch_backward<true>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta, dx,
-                        accumulate, scratch, format, store, dshortcut);
+  launch_backward<true, T>(stream, x, y, dy, n, channels, spatial, saved_mean, saved_inv_std, gamma, dgamma, dbeta,
+                           dx, accumulate, scratch, format, store, dshortcut);
 }
 
-void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+template <typename T>
+void batchnorm_gradient_sums(cudaStream_t stream, const T* x, const T* dy, int64_t n, int64_t channels,
                              int64_t spatial, const float* mean, const float* inv_std, double* sum_dy,
                              double* sum_dy_xhat, void* scratch, MemoryFormat format) {
   if (channels <= 0) return;
   Layout l = layout_for(n, channels, spatial, format);
   Scratch s = carve(scratch, l);
-  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<false>)(x, dy, nullptr, l, mean, inv_std, s.first,
-                                                                         s.second, nullptr);
+  LS_LAUNCH(run_blocks(l), kThreads, 0, stream, run_gradient_sums<false, Shortcut::none, T>)(
+      x, dy, nullptr, l, mean, inv_std, s.first, s.second, nullptr);
   LS_CUDA_CHECK_LAUNCH("run_gradient_sums");
   LS_LAUNCH(channel_blocks(channels), kThreads, 0, stream, finish_gradient_sums_double)(l, s.first, s.second, sum_dy,
-                                                                                 sum_dy_xhat);
+                                                                                       sum_dy_xhat);
   LS_CUDA_CHECK_LAUNCH("finish_gradient_sums_double");
 }
 
-void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+template <typename T>
+void batchnorm_input_gradient(cudaStream_t stream, const T* x, const T* dy, int64_t n, int64_t channels,
                               int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
-                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate,
+                              const float* mean_dy, const float* mean_dy_xhat, T* dx, bool accumulate,
                               MemoryFormat format) {
   if (n * channels * spatial <= 0) return;
-  launch_input_gradient<false>(stream, layout_for(n, channels, spatial, format), x, dy, nullptr, mean, inv_std, gamma,
-  mean_dy,
-                               mean_dy_xhat, dx, accumulate);
+  launch_input_gradient<false, T>(stream, layout_for(n, channels, spatial, format), x, dy, nullptr, mean, inv_std,
+                                  gamma, mean_dy, mean_dy_xhat, dx, accumulate);
 }
 
 void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* running_var, const float* mean,
@@ -346,5 +365,37 @@ void batchnorm_update_running(cudaStream_t stream, float* running_mean, float* r
                                                                     channels, values_per_channel, momentum);
   LS_CUDA_CHECK_LAUNCH("update_running");
 }
+
+#define LS_INSTANTIATE(T)                                                                                        \
+  template void batchnorm_statistics<T>(cudaStream_t, const T*, int64_t, int64_t, int64_t, float, float*, float*, \
+                                        float*, float*, void*, MemoryFormat);                                   \
+  template void batchnorm_normalize<T>(cudaStream_t, const T*, int64_t, int64_t, int64_t, const float*,          \
+                                       const float*, const float*, const float*, T*, MemoryFormat);             \
+  template void batchnorm_relu_normalize<T>(cudaStream_t, const T*, int64_t, int64_t, int64_t, const float*,     \
+                                            const float*, const float*, const float*, T*, MemoryFormat);        \
+  template void batchnorm_forward_train<T>(cudaStream_t, const T*, int64_t, int64_t, int64_t, float,             \
+                                           const float*, const float*, T*, float*, float*, float*, float*, void*, \
+                                           MemoryFormat);                                                        \
+  template void batchnorm_forward_eval<T>(cudaStream_t, const T*, int64_t, int64_t, int64_t, const float*,       \
+                                          const float*, float, const float*, const float*, T*, MemoryFormat);   \
+  template void batchnorm_backward<T>(cudaStream_t, const T*, const T*, int64_t, int64_t, int64_t, const float*, \
+                                      const float*, const float*, float*, float*, T*, bool, void*, MemoryFormat); \
+  template void batchnorm_relu_backward<T>(cudaStream_t, const T*, const T*, const T*, int64_t, int64_t, int64_t, \
+                                           const float*, const float*, const float*, float*, float*, T*, bool,    \
+                                           void*, MemoryFormat);                                                  \
+  template void batchnorm_add_relu_normalize<T>(cudaStream_t, const T*, const T*, int64_t, int64_t, int64_t,     \
+                                                const float*, const float*, const float*, const float*, T*,      \
+                                                MemoryFormat);                                                    \
+  template void batchnorm_add_relu_backward<T>(cudaStream_t, const T*, const T*, const T*, int64_t, int64_t,     \
+                                               int64_t, const float*, const float*, const float*, float*, float*, \
+                                               T*, bool, T*, bool, void*, MemoryFormat);                          \
+  template void batchnorm_gradient_sums<T>(cudaStream_t, const T*, const T*, int64_t, int64_t, int64_t,          \
+                                           const float*, const float*, double*, double*, void*, MemoryFormat);  \
+  template void batchnorm_input_gradient<T>(cudaStream_t, const T*, const T*, int64_t, int64_t, int64_t,         \
+                                            const float*, const float*, const float*, const float*, const float*, \
+                                            T*, bool, MemoryFormat);
+LS_INSTANTIATE(float)
+LS_INSTANTIATE(bf16_bits)
+#undef LS_INSTANTIATE
 
 }  // namespace lockstep::cuda

@@ -14,6 +14,11 @@
 // `format` (last, NCHW unless given) is how x, y, dy, dx and the shortcut lie
 // (kernels/memory_format.h); the per-channel arrays are [channels] either
 // way. NHWC gives the same bits as NCHW (kernels/cuda/channel_reduce.cuh).
+//
+// T is the stored type of the images (x, y, dy, dx, the shortcut and its
+// gradient): float or bf16_bits (kernels/stored_type.h), read widened to
+// float and written rounded to nearest; the per-channel arrays (gamma, beta,
+// statistics, dgamma, dbeta) are FP32 whatever T is.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -30,42 +35,49 @@ size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial);
 // Mean and biased variance per channel (written to mean/var and to
 // saved_mean, with saved_inv_std = 1/sqrt(var + eps)), then
 // y = gamma * (x - mean) * inv_std + beta. An empty batch gives mean = var = 0.
-void batchnorm_forward_train(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                             float eps, const float* gamma, const float* beta, float* y, float* batch_mean,
+template <typename T>
+void batchnorm_forward_train(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial,
+                             float eps, const float* gamma, const float* beta, T* y, float* batch_mean,
                              float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
                              MemoryFormat format = MemoryFormat::nchw);
 
 // The two halves of batchnorm_forward_train, for synchronised batch norm,
 // which replaces the saved statistics by those of all replicas between them.
-void batchnorm_statistics(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial, float eps,
+template <typename T>
+void batchnorm_statistics(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial, float eps,
                           float* batch_mean, float* batch_var, float* saved_mean, float* saved_inv_std, void* scratch,
                           MemoryFormat format = MemoryFormat::nchw);
-void batchnorm_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
-                         const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y,
+template <typename T>
+void batchnorm_normalize(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial,
+                         const float* mean, const float* inv_std, const float* gamma, const float* beta, T* y,
                          MemoryFormat format = MemoryFormat::nchw);
 
 // Inference with the running statistics.
-void batchnorm_forward_eval(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+template <typename T>
+void batchnorm_forward_eval(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial,
                             const float* running_mean, const float* running_var, float eps, const float* gamma,
-                            const float* beta, float* y, MemoryFormat format = MemoryFormat::nchw);
+                            const float* beta, T* y, MemoryFormat format = MemoryFormat::nchw);
 
 // dgamma = sum(dy * xhat), dbeta = sum(dy) per channel (written); when dx is
 // not null, the batch-statistics input gradient written (or added when
 // `accumulate`).
-void batchnorm_backward(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+template <typename T>
+void batchnorm_backward(cudaStream_t stream, const T* x, const T* dy, int64_t n, int64_t channels,
                         int64_t spatial, const float* saved_mean, const float* saved_inv_std, const float* gamma,
-                        float* dgamma, float* dbeta, float* dx, bool accumulate, void* scratch,
+                        float* dgamma, float* dbeta, T* dx, bool accumulate, void* scratch,
                         MemoryFormat format = MemoryFormat::nchw);
 
 // The halves of batchnorm_backward for synchronised batch norm: the
 // per-channel sums of dy and dy * xhat in double (scratch as for backward),
 // then the input gradient from mean(dy) and mean(dy * xhat) over all replicas.
-void batchnorm_gradient_sums(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+template <typename T>
+void batchnorm_gradient_sums(cudaStream_t stream, const T* x, const T* dy, int64_t n, int64_t channels,
                              int64_t spatial, const float* mean, const float* inv_std, double* sum_dy,
                              double* sum_dy_xhat, void* scratch, MemoryFormat format = MemoryFormat::nchw);
-void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* dy, int64_t n, int64_t channels,
+template <typename T>
+void batchnorm_input_gradient(cudaStream_t stream, const T* x, const T* dy, int64_t n, int64_t channels,
                               int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
-                              const float* mean_dy, const float* mean_dy_xhat, float* dx, bool accumulate,
+                              const float* mean_dy, const float* mean_dy_xhat, T* dx, bool accumulate,
                               MemoryFormat format = MemoryFormat::nchw);
 
 // Batch norm followed by ReLU, fused, as kernels/cpu/batchnorm_cpu.h's twins:
@@ -74,12 +86,14 @@ void batchnorm_input_gradient(cudaStream_t stream, const float* x, const float* 
 // the ReLU's gradient formed as dy is read: two passes over the tensors
 // where ReLU backward then batch-norm backward make three, and no
 // intermediate gradient stored. Equal to the unfused sequence bit for bit.
-void batchnorm_relu_normalize(cudaStream_t stream, const float* x, int64_t n, int64_t channels, int64_t spatial,
+template <typename T>
+void batchnorm_relu_normalize(cudaStream_t stream, const T* x, int64_t n, int64_t channels, int64_t spatial,
                               const float* mean, const float* inv_std, const float* gamma, const float* beta,
-                              float* y, MemoryFormat format = MemoryFormat::nchw);
-void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
+                              T* y, MemoryFormat format = MemoryFormat::nchw);
+template <typename T>
+void batchnorm_relu_backward(cudaStream_t stream, const T* x, const T* y, const T* dy, int64_t n,
                              int64_t channels, int64_t spatial, const float* saved_mean, const float* saved_inv_std,
-                             const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
+                             const float* gamma, float* dgamma, float* dbeta, T* dx, bool accumulate,
                              void* scratch, MemoryFormat format = MemoryFormat::nchw);
 
 // Batch norm, residual add and ReLU fused, as kernels/cpu/batchnorm_cpu.h's
@@ -88,14 +102,16 @@ void batchnorm_relu_backward(cudaStream_t stream, const float* x, const float* y
 // the shortcut's (written or added; dshortcut null: not needed) by the
 // gradient-sums pass, which the input-gradient pass then reads back when it
 // was written. Equal to batch norm, add and ReLU unfused bit for bit.
-void batchnorm_add_relu_normalize(cudaStream_t stream, const float* x, const float* shortcut, int64_t n,
+template <typename T>
+void batchnorm_add_relu_normalize(cudaStream_t stream, const T* x, const T* shortcut, int64_t n,
                                   int64_t channels, int64_t spatial, const float* mean, const float* inv_std,
-                                  const float* gamma, const float* beta, float* y,
+                                  const float* gamma, const float* beta, T* y,
                                   MemoryFormat format = MemoryFormat::nchw);
-void batchnorm_add_relu_backward(cudaStream_t stream, const float* x, const float* y, const float* dy, int64_t n,
+template <typename T>
+void batchnorm_add_relu_backward(cudaStream_t stream, const T* x, const T* y, const T* dy, int64_t n,
                                  int64_t channels, int64_t spatial, const float* saved_mean,
                                  const float* saved_inv_std, const float* gamma, float* dgamma, float* dbeta,
-                                 float* dx, bool accumulate, float* dshortcut, bool accumulate_shortcut,
+                                 T* dx, bool accumulate, T* dshortcut, bool accumulate_shortcut,
                                  void* scratch, MemoryFormat format = MemoryFormat::nchw);
 
 // running = (1 - momentum) * running + momentum * value, for the mean and the

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "kernels/cuda/launch_util.cuh"
 #include "kernels/memory_format.h"
+#include "kernels/stored_type.h"
 
 namespace lockstep::cuda::channel_reduce {
 namespace {
@@ -85,9 +86,10 @@ __device__ double channel_total(const double* partial, int64_t c, int64_t splits
   return total;
 }
 
-__global__ void __launch_bounds__(kThreads) run_sums(const float* x, Layout l, double* partial) {
+// x stored as float or bf16 (kernels/stored_type.h).
+template <typename T> __global__ void __launch_bounds__(kThreads) run_sums(const T* x, Layout l, double* partial) {
   double acc = 0.0;
-  for_each_in_run(l, [&](int64_t o) { acc += x[o]; });
+  for_each_in_run(l, [&](int64_t o) { acc += load(x, o); });
   double total = block_sum(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }

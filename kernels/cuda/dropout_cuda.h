@@ -10,10 +10,12 @@
 
 namespace lockstep::cuda {
 
-void dropout_forward(cudaStream_t stream, const float* x, float* y, int64_t n, DropoutKey key, uint64_t first_index,
-                     float p);
+// T, the stored type of the tensors: float or bf16_bits (kernels/stored_type.h).
+template <typename T>
+void dropout_forward(cudaStream_t stream, const T* x, T* y, int64_t n, DropoutKey key, uint64_t first_index, float p);
 // dx = dy * keep / (1 - p), written or added when `accumulate`.
-void dropout_backward(cudaStream_t stream, const float* dy, float* dx, int64_t n, DropoutKey key, uint64_t first_index,
-                      float p, bool accumulate);
+template <typename T>
+void dropout_backward(cudaStream_t stream, const T* dy, T* dx, int64_t n, DropoutKey key, uint64_t first_index, float p,
+                      bool accumulate);
 
 }  // namespace lockstep::cuda

@@ -3,7 +3,9 @@
 // the classes; each block sums its rows' losses and hits in a fixed order and
 // a one-block kernel sums the blocks' partial results, again in a fixed order.
 // A bad label marks the smallest offending row in the result, which the host
-// checks after the read-back.
+// checks after the read-back. Logits and their gradient are templates on
+// their stored type T (float or bf16, kernels/stored_type.h): the math in
+// float, the loss in double, the gradient rounded once as it is stored.
 #include "kernels/cuda/loss_cuda.h"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include "base/error.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/loss_math.h"
+#include "kernels/stored_type.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -33,9 +36,10 @@ static_assert(sizeof(LossResult) <= kPartialsOffset);
 constexpr size_t kDeviceScratchBytes = kPartialsOffset + kMaxBlocks * sizeof(LossPartial);
 constexpr size_t kHostScratchBytes = sizeof(LossResult) + sizeof(int32_t);
 
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    cross_entropy_rows(const float* logits, const int32_t* labels, int64_t rows, int classes, float scale,
-                       float* grad, LossPartial* partials, LossResult* result) {
+    cross_entropy_rows(const T* logits, const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
+                       LossPartial* partials, LossResult* result) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   double loss_sum = 0.0;
@@ -43,14 +47,14 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
-    const float* z = logits + r * classes;
+    const T* z = logits + r * classes;
     // Maximum and first index of it: each lane scans its classes in order,
     // then the warp keeps the larger value, or the smaller index on a tie,
     // which is row_argmax's answer.
     float best = -INFINITY;
     int best_index = INT_MAX;
     for (int k = lane; k < classes; k += 32) {
-      float value = z[k];
+      float value = load(z, k);
       if (best_index == INT_MAX || value > best) {
         best = value;
         best_index = k;
@@ -67,7 +71,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     float sum = 0.0f;
-    for (int k = lane; k < classes; k += 32) sum += expf(z[k] - best);
+    for (int k = lane; k < classes; k += 32) sum += expf(load(z, k) - best);
     for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(kFullMask, sum, offset);
     const float logsumexp = best + logf(sum);
 
@@ -75,7 +79,7 @@ __global__ void __launch_bounds__(kThreads)
     const bool valid = label >= 0 && label < classes;
     if (lane == 0) {
       if (valid) {
-        loss_sum += static_cast<double>(logsumexp - z[label]);
+        loss_sum += static_cast<double>(logsumexp - load(z, label));
         correct += best_index == label ? 1 : 0;
       } else {
         atomicMin(&result->bad_row, static_cast<unsigned long long>(r));
@@ -83,7 +87,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (grad)
       for (int k = lane; k < classes; k += 32)
-        grad[r * classes + k] = cross_entropy_grad(z[k], logsumexp, k == label, scale);
+        store(grad, r * classes + k, cross_entropy_grad(load(z, k), logsumexp, k == label, scale));
   }
 
   __shared__ double warp_loss[kWarpsPerBlock];
@@ -132,13 +136,14 @@ __global__ void __launch_bounds__(kThreads) sum_partials(const LossPartial* part
 
 namespace {
 // Queues the two kernels that leave the pass's sums in `result`.
-void queue_loss_pass(cudaStream_t stream, void* device_scratch, const float* logits, const int32_t* labels,
-                     int64_t rows, int classes, float scale, float* grad, LossResult* result) {
+template <typename T>
+void queue_loss_pass(cudaStream_t stream, void* device_scratch, const T* logits, const int32_t* labels, int64_t rows,
+                     int classes, float scale, T* grad, LossResult* result) {
   auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(device_scratch) + kPartialsOffset);
   const int blocks = static_cast<int>(std::min<int64_t>(kMaxBlocks, (rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
   // All bytes 0xff: bad_row = kNoBadRow.
   LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
-  LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows)(logits, labels, rows, classes, scale, grad, partials, result);
+  LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows<T>)(logits, labels, rows, classes, scale, grad, partials, result);
   LS_CUDA_CHECK_LAUNCH("cross_entropy_rows");
   LS_LAUNCH(1, kThreads, 0, stream, sum_partials)(partials, blocks, result);
   LS_CUDA_CHECK_LAUNCH("sum_partials");
@@ -159,8 +164,9 @@ LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const 
   return sums;
 }
 
-void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const float* logits,
-                                  const int32_t* labels, int64_t rows, int classes, float scale, float* grad,
+template <typename T>
+void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const T* logits,
+                                  const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
                                   LossResult* result, LossResult* host_result) {
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
   LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes, "softmax_cross_entropy: scratch of ", scratch.device_bytes,
@@ -174,8 +180,9 @@ void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratc
   LS_CUDA_CHECK(cudaMemcpyAsync(host_result, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
 }
 
-LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const float* logits,
-                               const int32_t* labels, int64_t rows, int classes, float scale, float* grad) {
+template <typename T>
+LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const T* logits,
+                               const int32_t* labels, int64_t rows, int classes, float scale, T* grad) {
   if (rows <= 0) return LossSums{};
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
   LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes && scratch.host_bytes >= kHostScratchBytes,
@@ -188,5 +195,14 @@ LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, 
   LS_CUDA_CHECK(cudaStreamSynchronize(stream));
   return loss_sums_of(stream, *host, labels, classes);
 }
+
+#define LS_INSTANTIATE(T)                                                                                        \
+  template LossSums softmax_cross_entropy<T>(cudaStream_t, const LossScratch&, const T*, const int32_t*, int64_t, \
+                                             int, float, T*);                                                    \
+  template void softmax_cross_entropy_queued<T>(cudaStream_t, const LossScratch&, const T*, const int32_t*,      \
+                                                int64_t, int, float, T*, LossResult*, LossResult*);
+LS_INSTANTIATE(float)
+LS_INSTANTIATE(bf16_bits)
+#undef LS_INSTANTIATE
 
 }  // namespace lockstep::cuda

@@ -23,9 +23,12 @@ struct LossScratch {
 // fixed order, so the same inputs give the same bits) and the correct count
 // are reduced on the device and read back, so this waits for the stream.
 // Writes scale * dLoss/dlogits into `grad` when it is not null. A label
-// outside [0, classes) raises an Error naming the first such sample.
-LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const float* logits,
-                               const int32_t* labels, int64_t rows, int classes, float scale, float* grad);
+// outside [0, classes) raises an Error naming the first such sample. T, the
+// stored type of the logits and their gradient: float or bf16_bits
+// (kernels/stored_type.h); the loss is summed in double either way.
+template <typename T>
+LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const T* logits,
+                               const int32_t* labels, int64_t rows, int classes, float scale, T* grad);
 
 // What the loss pass leaves on the device: the sums, and the smallest row
 // whose label is outside [0, classes) (kNoBadRow when none is).
@@ -41,8 +44,9 @@ inline constexpr size_t kLossResultBytes = sizeof(LossResult);
 // on the device, then are copied on `stream` to `host_result`, pinned host
 // memory, which holds them once the stream has passed this point. Only the
 // first `scratch.device_bytes` are used for partial sums (no host scratch).
-void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const float* logits,
-                                  const int32_t* labels, int64_t rows, int classes, float scale, float* grad,
+template <typename T>
+void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const T* logits,
+                                  const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
                                   LossResult* result, LossResult* host_result);
 
 // The sums of a read-back result. A bad row raises an Error naming the

@@ -31,16 +31,21 @@ void pool2d_backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode,
                      const bf16_bits* y, const bf16_bits* dy, bf16_bits* dx, bool accumulate,
                      MemoryFormat format = MemoryFormat::nchw, int64_t channels = 1);
 
-// y[p] = the mean of plane p, summed in double in a fixed order.
-void global_avg_pool_forward(cudaStream_t stream, const float* x, float* y, int64_t planes, int64_t plane_size);
+// y[p] = the mean of plane p, summed in double in a fixed order. T, the
+// stored type of x, y, dy and dx: float or bf16_bits (kernels/stored_type.h).
+template <typename T>
+void global_avg_pool_forward(cudaStream_t stream, const T* x, T* y, int64_t planes, int64_t plane_size);
 // dx[p, i] = dy[p] / plane_size, written or added when `accumulate`.
-void global_avg_pool_backward(cudaStream_t stream, const float* dy, float* dx, int64_t planes, int64_t plane_size,
+template <typename T>
+void global_avg_pool_backward(cudaStream_t stream, const T* dy, T* dx, int64_t planes, int64_t plane_size,
                               bool accumulate);
 // The same over NHWC x and dx [n, plane_size, channels]; y and dy [n, channels]
 // lie the same in either format.
-void global_avg_pool_forward_nhwc(cudaStream_t stream, const float* x, float* y, int64_t n, int64_t channels,
+template <typename T>
+void global_avg_pool_forward_nhwc(cudaStream_t stream, const T* x, T* y, int64_t n, int64_t channels,
                                   int64_t plane_size);
-void global_avg_pool_backward_nhwc(cudaStream_t stream, const float* dy, float* dx, int64_t n, int64_t channels,
+template <typename T>
+void global_avg_pool_backward_nhwc(cudaStream_t stream, const T* dy, T* dx, int64_t n, int64_t channels,
                                    int64_t plane_size, bool accumulate);
 
 }  // namespace lockstep::cuda

@@ -2,7 +2,8 @@
 // memory, so both the reads of x and the writes of y are whole rows of a warp
 // (coalesced) whichever way the conversion goes. The tile has 33 columns so a
 // warp reading a tile column hits 32 different banks. Blocks are 256 threads
-// as 32 x 8: each thread moves four values of its tile.
+// as 32 x 8: each thread moves four values of its tile. A template on the
+// element type: float, or bf16's raw bits (moved, never converted).
 #include "kernels/cuda/transpose_cuda.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/bf16_math.h"
 #include "kernels/cuda/launch_util.cuh"
 
 namespace lockstep::cuda {
@@ -22,14 +24,15 @@ constexpr int64_t kMaxGridY = 65535;            // CUDA's limit on gridDim.y
 
 // blockIdx.x numbers the tiles of one matrix (row-major over tile rows and
 // columns); blockIdx.y strides over the batch.
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    transpose_tiles(const float* x, float* y, int64_t batch, int64_t rows, int64_t cols, int64_t tile_cols) {
-  __shared__ float tile[kTile][kTile + 1];
+    transpose_tiles(const T* x, T* y, int64_t batch, int64_t rows, int64_t cols, int64_t tile_cols) {
+  __shared__ T tile[kTile][kTile + 1];
   const int64_t tile_row = blockIdx.x / tile_cols, tile_col = blockIdx.x % tile_cols;
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
-    const float* in = x + b * rows * cols;
-    float* out = y + b * rows * cols;
+    const T* in = x + b * rows * cols;
+    T* out = y + b * rows * cols;
     const int64_t j = tile_col * kTile + tx;  // column read
     for (int k = ty; k < kTile; k += kRowsPerPass) {
       const int64_t i = tile_row * kTile + k;
@@ -47,14 +50,18 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void transpose_planes(cudaStream_t stream, const float* x, float* y, int64_t batch, int64_t rows, int64_t cols) {
+template <typename T>
+void transpose_planes(cudaStream_t stream, const T* x, T* y, int64_t batch, int64_t rows, int64_t cols) {
   if (batch <= 0 || rows <= 0 || cols <= 0) return;
   const int64_t tile_rows = (rows + kTile - 1) / kTile, tile_cols = (cols + kTile - 1) / kTile;
   LS_CHECK(tile_rows * tile_cols <= static_cast<int64_t>(INT32_MAX), "transpose_planes: matrices of ", rows, " x ",
            cols, " need more tiles than one grid axis holds");
   const dim3 grid(static_cast<unsigned>(tile_rows * tile_cols), static_cast<unsigned>(std::min(batch, kMaxGridY)));
-  LS_LAUNCH(grid, kThreads, 0, stream, transpose_tiles)(x, y, batch, rows, cols, tile_cols);
+  LS_LAUNCH(grid, kThreads, 0, stream, transpose_tiles<T>)(x, y, batch, rows, cols, tile_cols);
   LS_CUDA_CHECK_LAUNCH("transpose_planes");
 }
+
+template void transpose_planes<float>(cudaStream_t, const float*, float*, int64_t, int64_t, int64_t);
+template void transpose_planes<bf16_bits>(cudaStream_t, const bf16_bits*, bf16_bits*, int64_t, int64_t, int64_t);
 
 }  // namespace lockstep::cuda

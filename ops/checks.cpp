@@ -42,21 +42,54 @@ void check_same(const char* op, Context& ctx, const Tensor& expected, std::initi
   check_device(op, ctx, others);
 }
 
+namespace {
+
+// The one rule of stored types: f32, or bf16 on a GPU.
+void check_storable(const char* op, Context& ctx, const char* what, DType dtype) {
+  LS_CHECK(dtype == DType::f32 || dtype == DType::bf16, op, ": ", what, " is ", dtype_name(dtype),
+           ", expected f32 or bf16");
+  LS_CHECK(dtype == DType::f32 || ctx.device().is_cuda(), op, ": bf16 tensors on ", ctx.device().str(),
+           " (bf16 storage is a GPU mode; the CPU's bf16 mode rounds values held in f32 tensors, ops/bf16.h)");
+}
+
+void check_placed(const char* op, Context& ctx, const char* what, const Tensor& t) {
+  LS_CHECK(t.defined(), op, ": ", what, " is not allocated");
+  LS_CHECK(t.device() == ctx.device(), op, ": ", what, " on ", t.device().str(), ", context on ",
+           ctx.device().str());
+}
+
+}  // namespace
+
 DType check_stored(const char* op, Context& ctx, std::initializer_list<const Tensor*> tensors) {
   const Tensor* first = nullptr;
   for (const Tensor* t : tensors) {
     if (!t) continue;
     if (!first) {
       first = t;
-      LS_CHECK(t->dtype() == DType::f32 || t->dtype() == DType::bf16, op, ": a tensor of ", dtype_name(t->dtype()),
-               ", expected f32 or bf16");
-      LS_CHECK(t->dtype() == DType::f32 || ctx.device().is_cuda(), op, ": bf16 tensors on ", ctx.device().str(),
-               " (bf16 storage is a GPU mode; the CPU's bf16 mode rounds values held in f32 tensors)");
+      check_storable(op, ctx, "a tensor", t->dtype());
     }
     LS_CHECK(t->dtype() == first->dtype(), op, ": tensors of ", dtype_name(first->dtype()), " and ",
              dtype_name(t->dtype()), " mixed (an op's activations share one stored type)");
   }
   return first ? first->dtype() : DType::f32;
+}
+
+DType operand_dtype(const char* op, Context& ctx, std::initializer_list<NamedTensor> operands) {
+  const NamedTensor& first = *operands.begin();
+  for (const NamedTensor& o : operands) check_placed(op, ctx, o.what, *o.tensor);
+  const DType dtype = first.tensor->dtype();
+  for (const NamedTensor& o : operands)
+    LS_CHECK(o.tensor->dtype() == dtype, op, ": ", first.what, " is ", dtype_name(dtype), " but ", o.what, " is ",
+             dtype_name(o.tensor->dtype()), " (the operands are all f32, or all bf16 on a GPU)");
+  check_storable(op, ctx, first.what, dtype);
+  return dtype;
+}
+
+void check_bias_dtype(const char* op, Context& ctx, const char* what, const Tensor& bias, DType operands) {
+  check_placed(op, ctx, what, bias);
+  const bool ok = bias.dtype() == DType::f32 || (operands == DType::bf16 && bias.dtype() == DType::bf16);
+  LS_CHECK(ok, op, ": ", what, " is ", dtype_name(bias.dtype()), " with ", dtype_name(operands),
+           " operands (f32 operands take an f32 ", what, ", bf16 ones an f32 or a bf16 one)");
 }
 
 void check_f32(const char* op, const char* what, const Tensor& t) {

@@ -26,6 +26,17 @@ void check_same(const char* op, Context& ctx, const Tensor& expected, std::initi
 // rounds values held in f32 tensors, ops/bf16.h). An op's FP32-only tensors
 // (batch-norm parameters and statistics) are checked with check_f32.
 DType check_stored(const char* op, Context& ctx, std::initializer_list<const Tensor*> tensors);
+// check_stored for the library ops (conv, linear, pool), whose messages name
+// each operand: every one allocated, on ctx's device, one stored type.
+struct NamedTensor {
+  const char* what;  // as the message names it: "input", "weight", ...
+  const Tensor* tensor;
+};
+DType operand_dtype(const char* op, Context& ctx, std::initializer_list<NamedTensor> operands);
+// A bias beside operands of `operands` dtype: f32 with f32 operands; f32 (the
+// master bias, rounded to bf16 where it is added) or bf16 (its bf16 copy)
+// with bf16 ones. Allocated and on ctx's device.
+void check_bias_dtype(const char* op, Context& ctx, const char* what, const Tensor& bias, DType operands);
 // `t` (called `what` in the message) is f32.
 void check_f32(const char* op, const char* what, const Tensor& t);
 // Every image tensor of an op lies alike: each of `others` (null ones skipped)

@@ -7,7 +7,7 @@
 #include "ops/checks.h"
 #include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
-#include "ops/operand_dtype.h"
+#include "ops/stored_type.h"
 #include "kernels/cpu/conv_cpu.h"
 #include "kernels/cpu/tensor_ops_cpu.h"
 
@@ -191,20 +191,12 @@ void conv2d_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
              cpu::channel_sums(c.in(dy), n, channels, spatial, db.data());
            },
            LS_CUDA_TWIN(gpu, {
-             const size_t sums_bytes = cuda::channel_sums_scratch_bytes(n, channels, spatial);
-             if (dtype == DType::bf16) {
-               // dy widened into the workspace past the sums' scratch (at a 16-byte boundary), then
-               // summed as an f32 dy is: the same sums of the same (widened) values.
-               const size_t offset = (sums_bytes + 15) / 16 * 16;
-               char* scratch = reinterpret_cast<char*>(ctx.workspace(offset + sizeof(float) * dy.numel()));
-               auto* widened = reinterpret_cast<float*>(scratch + offset);
-               cuda::widen_bf16(gpu.compute_stream, dy.bf16_data(), widened, dy.numel(), false);
-               cuda::channel_sums(gpu.compute_stream, widened, n, channels, spatial, db.data(), scratch, dy.format());
-             } else {
-               void* scratch = ctx.workspace(sums_bytes);
-               cuda::channel_sums(gpu.compute_stream, dy.data(), n, channels, spatial, db.data(), scratch,
+             void* scratch = ctx.workspace(cuda::channel_sums_scratch_bytes(n, channels, spatial));
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::channel_sums(gpu.compute_stream, elems<T>(dy), n, channels, spatial, db.data(), scratch,
                                   dy.format());
-             }
+             });
            }));
 }
 

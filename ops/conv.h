@@ -8,7 +8,7 @@
 // independently (NHWC: [O, K, K, C], as PyTorch's channels_last weights).
 // The CPU computes NHWC on NCHW copies (ops/cpu_nchw.h).
 //
-// Storage types (ops/operand_dtype.h): x, w, y, dx, dy all f32, or all bf16
+// Storage types (operand_dtype in ops/checks.h): x, w, y, dx, dy all f32, or all bf16
 // on a GPU (cuDNN's PSEUDO_BFLOAT16_CONFIG: bf16 operands, FP32 accumulation,
 // each bf16 output rounded to nearest even once). With bf16 operands the
 // bias is f32 or bf16 (rounded to bf16 and added to the FP32 sum before its

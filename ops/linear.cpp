@@ -3,7 +3,6 @@
 #include "base/error.h"
 #include "ops/checks.h"
 #include "ops/dispatch.h"
-#include "ops/operand_dtype.h"
 #include "kernels/cpu/linear_cpu.h"
 
 #if LOCKSTEP_WITH_CUDA
@@ -101,8 +100,7 @@ void linear_backward_bias(Context& ctx, const Tensor& dy, Tensor& db) {
   dispatch(op, ctx, [&] { cpu::linear_backward_bias(dy.data(), db.data(), dy.dim(0), dy.dim(1)); },
            LS_CUDA_TWIN(gpu, {
              if (dtype == DType::bf16)
-               cuda::linear_backward_bias(gpu, dy.bf16_data(), db.data(), dy.dim(0), dy.dim(1),
-                                          ctx.workspace(sizeof(float) * dy.numel()));
+               cuda::linear_backward_bias(gpu, dy.bf16_data(), db.data(), dy.dim(0), dy.dim(1));
              else
                cuda::linear_backward_bias(gpu, dy.data(), db.data(), dy.dim(0), dy.dim(1));
            }));

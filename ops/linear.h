@@ -4,7 +4,7 @@
 // y [N, O]. Each throws lockstep::Error naming the op and the shapes when
 // they do not fit.
 //
-// Storage types (ops/operand_dtype.h): x, w, y, dx, dy all f32, or all bf16
+// Storage types (operand_dtype in ops/checks.h): x, w, y, dx, dy all f32, or all bf16
 // on a GPU (cublasGemmEx with CUDA_R_16BF operands and CUBLAS_COMPUTE_32F:
 // FP32 accumulation, each bf16 output rounded to nearest even once). With
 // bf16 operands the bias is f32 or bf16 (rounded to bf16, added to the FP32

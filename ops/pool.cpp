@@ -4,7 +4,6 @@
 #include "ops/checks.h"
 #include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
-#include "ops/operand_dtype.h"
 #include "ops/stored_type.h"
 #include "kernels/cpu/pool_cpu.h"
 

@@ -6,7 +6,7 @@
 // Max and average pooling take tensors all f32, or all bf16 on a GPU (cuDNN
 // computes bf16 pooling in FP32 and rounds each output once: a max is exact);
 // bf16 on the CPU or mixed types are an Error naming the op
-// (ops/operand_dtype.h).
+// (operand_dtype in ops/checks.h).
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 #include "kernels/pool_geometry.h"

@@ -24,12 +24,6 @@ __global__ void broadcast_bias_kernel(const B* bias, bf16_bits* y, int64_t total
   }
 }
 
-__global__ void widen_kernel(const bf16_bits* src, float* dst, int64_t count, bool accumulate) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step)
-    dst[i] = accumulate ? dst[i] + bf16_to_float(src[i]) : bf16_to_float(src[i]);
-}
-
 }  // namespace
 
 void broadcast_bias_bf16(cudaStream_t stream, BiasRef bias, bf16_bits* y, int64_t n, int64_t channels,
@@ -44,12 +38,6 @@ void broadcast_bias_bf16(cudaStream_t stream, BiasRef bias, bf16_bits* y, int64_
     LS_LAUNCH(grid_for(total), kThreads, 0, stream, broadcast_bias_kernel<float>)(
         static_cast<const float*>(bias.data), y, total, channels, spatial, channels_last);
   LS_CUDA_CHECK_LAUNCH("broadcast_bias_bf16");
-}
-
-void widen_bf16(cudaStream_t stream, const bf16_bits* src, float* dst, int64_t count, bool accumulate) {
-  if (count <= 0) return;
-  LS_LAUNCH(grid_for(count), kThreads, 0, stream, widen_kernel)(src, dst, count, accumulate);
-  LS_CUDA_CHECK_LAUNCH("widen_bf16");
 }
 
 }  // namespace lockstep::cuda

@@ -1,10 +1,9 @@
 #pragma once
-// The two small kernels the bf16 library calls (conv_cuda, linear_cuda)
-// need around cuDNN and cuBLAS: a bias broadcast into a bf16 output before
-// the library blends its product onto it (beta = 1, so each output is
-// rounded to bf16 once, after the bias is added in FP32), and the widening
-// of a bf16 result into an FP32 tensor (cuDNN's bf16 backward filter writes a
-// bf16 dw; bf16 bias gradients are summed from a widened dy).
+// The kernel the bf16 library calls (conv_cuda, linear_cuda) need around
+// cuDNN and cuBLAS: a bias broadcast into a bf16 output before the library
+// blends its product onto it (beta = 1, so each output is rounded to bf16
+// once, after the bias is added in FP32). (cuDNN's bf16 dw is widened into
+// the FP32 gradient by convert_stored, kernels/cuda/bf16_cuda.h.)
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -25,8 +24,5 @@ struct BiasRef {
 // (rows of a matrix are nhwc with spatial 1).
 void broadcast_bias_bf16(cudaStream_t stream, BiasRef bias, bf16_bits* y, int64_t n, int64_t channels,
                          int64_t spatial, MemoryFormat format);
-
-// dst[i] = src[i] widened (exact), or dst[i] += it when `accumulate`.
-void widen_bf16(cudaStream_t stream, const bf16_bits* src, float* dst, int64_t count, bool accumulate);
 
 }  // namespace lockstep::cuda

@@ -1,6 +1,7 @@
 #include "kernels/cuda/conv_cuda.h"
 
 #include "base/cuda/cuda_check.h"
+#include "kernels/cuda/bf16_cuda.h"
 #include "kernels/cuda/bf16_operands_cuda.h"
 #include "kernels/cuda/cuda_libraries.h"
 #include "kernels/cuda/cudnn_plans.h"
@@ -99,7 +100,7 @@ void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const b
     return;
   }
   backward_filter(state, g, x, dy, dw_bf16, formats);
-  widen_bf16(state.compute_stream, dw_bf16, dw, g.weight_numel(), false);
+  convert_stored(state.compute_stream, dw_bf16, dw, g.weight_numel());
 }
 
 }  // namespace lockstep::cuda

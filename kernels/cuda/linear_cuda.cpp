@@ -98,10 +98,8 @@ void linear_backward_weight(CudaLibraries& state, const bf16_bits* x, const bf16
   gemm_bf16(state, CUBLAS_OP_N, CUBLAS_OP_T, f, o, n, x, f, dy, o, false, dw, CUDA_R_32F, f);
 }
 
-void linear_backward_bias(CudaLibraries& state, const bf16_bits* dy, float* db, int64_t batch, int64_t out_features,
-                          float* dy_widened) {
-  widen_bf16(state.compute_stream, dy, dy_widened, batch * out_features, false);
-  column_sums(state.compute_stream, dy_widened, batch, out_features, db);
+void linear_backward_bias(CudaLibraries& state, const bf16_bits* dy, float* db, int64_t batch, int64_t out_features) {
+  column_sums(state.compute_stream, dy, batch, out_features, db);
 }
 
 }  // namespace lockstep::cuda

@@ -40,9 +40,8 @@ void linear_backward_data(CudaLibraries& state, const bf16_bits* dy, const bf16_
 // from CUDA_R_16BF A and B directly: no bf16 rounding of the weight gradient).
 void linear_backward_weight(CudaLibraries& state, const bf16_bits* x, const bf16_bits* dy, float* dw, int64_t batch,
                             int64_t in_features, int64_t out_features);
-// db = the column sums of dy widened into `dy_widened` (batch * out_features
-// floats of device scratch), summed as the FP32 linear_backward_bias does.
-void linear_backward_bias(CudaLibraries& state, const bf16_bits* dy, float* db, int64_t batch, int64_t out_features,
-                          float* dy_widened);
+// db = the column sums of dy, each value widened exactly and summed in FP32
+// as the FP32 linear_backward_bias sums.
+void linear_backward_bias(CudaLibraries& state, const bf16_bits* dy, float* db, int64_t batch, int64_t out_features);
 
 }  // namespace lockstep::cuda

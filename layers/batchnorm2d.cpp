@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "ops/batchnorm.h"
+#include "ops/bf16.h"
 #include "ops/batchnorm_sync.h"
 #include "ops/elementwise.h"
 #include "ops/tensor_ops.h"
@@ -89,9 +90,14 @@ void BatchNorm2d::check_batch(const Tensor& x, const char* pass) const {
 void BatchNorm2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode, const StepInfo&) {
   const Tensor& x = inputs.at(0);
   check_batch(x, "forward");
-  // The add and ReLU as separate passes after a batch norm that cannot take them.
+  // The add and ReLU as separate passes after a batch norm that cannot take
+  // them. In bf16 a GPU stores each pass's output (a rounding each, where the
+  // fused ops round once); the CPU's bf16 mode rounds likewise. The ReLU is exact.
   const auto join = [&] {
+    if (!add_ && !relu_) return;
+    ops::round_where_gpu_stores_bf16(ctx, output);
     if (add_) ops::add(ctx, output, inputs.at(1), output);
+    if (add_) ops::round_where_gpu_stores_bf16(ctx, output);
     if (relu_) ops::relu_forward(ctx, output, output);
   };
   if (mode == Mode::eval) {
@@ -141,7 +147,9 @@ void BatchNorm2d::backward(Context& ctx, const std::vector<Tensor>& inputs, cons
       // The ReLU's gradient first: into the shortcut's gradient when that is
       // written (it is exactly that), else into a buffer of its own.
       const bool into_shortcut = dshortcut && !add_shortcut;
-      dy = into_shortcut ? *dshortcut : Tensor::empty(output_grad.shape(), output_grad.device());
+      dy = into_shortcut ? *dshortcut
+                         : Tensor::empty(output_grad.shape(), output_grad.device(), output_grad.dtype())
+                               .with_format(output_grad.format());
       ops::relu_backward(ctx, output, output_grad, dy, false);
       if (dshortcut && !into_shortcut) ops::copy_or_add(ctx, dy, *dshortcut, true);
     }

@@ -1,6 +1,7 @@
 #include "layers/conv2d.h"
 
 #include "base/error.h"
+#include "ops/bf16.h"
 #include "ops/conv.h"
 #include "ops/memory_format.h"
 #include "kernels/conv_geometry.h"
@@ -34,15 +35,15 @@ bool Conv2d::krsc(const Context& ctx, const Tensor& x) {
 
 const Tensor& Conv2d::filter_for(Context& ctx, const Tensor& x, const Tensor& weight) {
   if (!krsc(ctx, x)) return weight;
-  if (!weight_krsc_.defined() || weight_krsc_.device() != weight.device())
-    weight_krsc_ = Tensor::empty(weight.shape(), weight.device()).with_format(MemoryFormat::nhwc);
+  if (!weight_krsc_.defined() || weight_krsc_.device() != weight.device() || weight_krsc_.dtype() != weight.dtype())
+    weight_krsc_ = Tensor::empty(weight.shape(), weight.device(), weight.dtype()).with_format(MemoryFormat::nhwc);
   ops::convert_format(ctx, weight, weight_krsc_);
   return weight_krsc_;
 }
 
 void Conv2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
   const Tensor& w = filter_for(ctx, inputs[0], weight_operand(ctx, true));
-  ops::conv2d_forward(ctx, inputs[0], w, bias_or_null(), output, stride_, padding_);
+  ops::conv2d_forward(ctx, inputs[0], w, bias_operand(ctx), output, stride_, padding_);
 }
 
 void Conv2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,
@@ -56,6 +57,9 @@ void Conv2d::backward(Context& ctx, const std::vector<Tensor>& inputs, const Ten
   } else {
     ops::conv2d_backward_filter(ctx, x, output_grad, weight_grad_, stride_, padding_);
   }
+  // A GPU's bf16 weight gradient is cuDNN's bf16 dw widened (ops/conv.h):
+  // the CPU's bf16 mode rounds its FP32 one likewise.
+  ops::round_where_gpu_stores_bf16(ctx, weight_grad_);
   if (has_bias_) ops::conv2d_backward_bias(ctx, output_grad, bias_grad_);
   if (input_grads[0].defined()) {
     // The weights have not changed since forward: its KRSC copy still holds them.

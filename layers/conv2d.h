@@ -11,6 +11,10 @@
 // gradient arena. The master weights and their gradients stay KCRS ([O, C,
 // K, K]): checkpoints, SGD and the all-reduce do not see the format. On the
 // CPU, which computes NHWC on NCHW copies anyway, the KCRS weight is used as it is.
+// Precision bf16: the filter is the bf16 weight copy (on a GPU its KRSC copy
+// is bf16 too); the weight gradient is each FP32 sum rounded once to bf16,
+// as cuDNN writes it on a GPU and the CPU's bf16 mode rounds it after its
+// FP32 backward filter (ops/conv.h), so both devices train alike.
 #include "layers/weighted_layer.h"
 
 namespace lockstep {

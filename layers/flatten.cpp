@@ -40,8 +40,8 @@ void Flatten::backward(Context& ctx, const std::vector<Tensor>&, const Tensor&, 
     const Tensor dy = output_grad.view(0, dx.shape());
     if (!add) return ops::convert_format(ctx, dy, dx);
     if (!transposed_grad_.defined() || transposed_grad_.numel() < dx.numel() ||
-        transposed_grad_.device() != dx.device())
-      transposed_grad_ = Tensor::empty(Shape{dx.numel()}, dx.device());
+        transposed_grad_.device() != dx.device() || transposed_grad_.dtype() != dx.dtype())
+      transposed_grad_ = Tensor::empty(Shape{dx.numel()}, dx.device(), dx.dtype());
     Tensor t = transposed_grad_.view(0, dx.shape()).with_format(MemoryFormat::nhwc);
     ops::convert_format(ctx, dy, t);
     ops::copy_or_add(ctx, t, dx, true);

@@ -140,12 +140,12 @@ MemoryFormat Graph::input_layout(int input, MemoryFormat format) const {
   return format == MemoryFormat::nhwc && s.rank() == 3 && s[1] * s[2] > 1 ? MemoryFormat::nhwc : MemoryFormat::nchw;
 }
 
-std::vector<PlanNode> Graph::plan_nodes(MemoryFormat format) const {
+std::vector<PlanNode> Graph::plan_nodes(MemoryFormat format, DType dtype) const {
   std::vector<PlanNode> out;
   for (const Node& node : nodes_) {
     PlanNode p;
     p.inputs = node.inputs;
-    p.floats_per_sample = node.out_shape.numel();
+    p.bytes_per_sample = node.out_shape.numel() * static_cast<int64_t>(dtype_size(dtype));
     for (size_t i = 0; i < node.inputs.size(); ++i) p.backward_reads_input.push_back(node.layer->backward_reads_input(i));
     p.backward_reads_output = node.layer->backward_reads_output();
     const MemoryFormat layout = input_layout(node.inputs.empty() ? -1 : node.inputs[0], format);
@@ -156,23 +156,31 @@ std::vector<PlanNode> Graph::plan_nodes(MemoryFormat format) const {
   return out;
 }
 
-MemoryPlan Graph::memory_plan(int64_t batch, PlanKind kind, bool share, MemoryFormat format) const {
-  return plan_memory(plan_nodes(format), batch, kind, share);
+MemoryPlan Graph::memory_plan(int64_t batch, PlanKind kind, bool share, MemoryFormat format, DType dtype) const {
+  return plan_memory(plan_nodes(format, dtype), batch, kind, share);
 }
 
-int64_t Graph::activation_bytes(int64_t batch) const { return memory_plan(batch, PlanKind::train, true).bytes(); }
-
-int64_t Graph::unplanned_activation_bytes(int64_t batch) const {
-  return memory_plan(batch, PlanKind::train, false).bytes();
+int64_t Graph::activation_bytes(int64_t batch, DType dtype) const {
+  return memory_plan(batch, PlanKind::train, true, MemoryFormat::nchw, dtype).bytes();
 }
 
-Tensor Graph::activation_view(int64_t offset, int64_t batch, const Shape& per_sample) const {
+int64_t Graph::unplanned_activation_bytes(int64_t batch, DType dtype) const {
+  return memory_plan(batch, PlanKind::train, false, MemoryFormat::nchw, dtype).bytes();
+}
+
+DType Graph::activation_dtype(const Context& ctx) {
+  return ctx.options().precision == Precision::bf16 && ctx.device().is_cuda() ? DType::bf16 : DType::f32;
+}
+
+Tensor Graph::activation_view(int64_t byte_offset, int64_t batch, const Shape& per_sample) const {
+  // The plan's offsets are multiples of 256 bytes, so of either element size.
+  const int64_t offset = byte_offset / static_cast<int64_t>(dtype_size(dtype_));
   Tensor t = activations_.view(offset, batched(batch, per_sample));
   return per_sample.rank() == 3 ? t.with_format(format_) : t;
 }
 
-void Graph::ensure_capacity(int64_t batch, MemoryFormat format) {
-  if (batch <= capacity_ && !layout_stale_ && format == format_) return;
+void Graph::ensure_capacity(int64_t batch, MemoryFormat format, DType dtype) {
+  if (batch <= capacity_ && !layout_stale_ && format == format_ && dtype == dtype_) return;
   // Free the old buffer first (peak memory); if an allocation below fails,
   // capacity 0 makes the next call allocate again instead of using a hole.
   batch = std::max(batch, capacity_);
@@ -180,14 +188,16 @@ void Graph::ensure_capacity(int64_t batch, MemoryFormat format) {
   for (Node& node : nodes_) node.output = node.grad = node.eval_output = Tensor();
   activations_ = Tensor();
   format_ = format;
+  dtype_ = dtype;
   // One buffer for both plans: training recomputes every value each step, so
   // an evaluation between steps may overwrite any of them. The offsets depend
   // only on the nodes and the capacity, so a captured step (runtime/step_graph.h)
   // finds its values where it left them as long as the capacity holds.
-  const std::vector<PlanNode> plan_in = plan_nodes(format);
+  const std::vector<PlanNode> plan_in = plan_nodes(format, dtype);
   const MemoryPlan train = plan_memory(plan_in, batch, PlanKind::train, planning_);
   const MemoryPlan eval = plan_memory(plan_in, batch, PlanKind::eval, planning_);
-  activations_ = Tensor::empty(Shape{std::max(train.total_floats, eval.total_floats)}, device_);
+  const int64_t bytes = std::max(train.total_bytes, eval.total_bytes);
+  activations_ = Tensor::empty(Shape{bytes / static_cast<int64_t>(dtype_size(dtype))}, device_, dtype);
   for (size_t n = 0; n < nodes_.size(); ++n) {
     const Shape& shape = nodes_[n].out_shape;
     nodes_[n].output = activation_view(train.output_offset[n], batch, shape);
@@ -248,8 +258,23 @@ Tensor Graph::prepare_input(Context& ctx, const Tensor& images) {
   // NHWC images: converted once here, every node then keeps the format.
   const bool nhwc = format_ == MemoryFormat::nhwc && input_shape_.rank() == 3;
   if (!bf16 && !nhwc) return images;
-  const int64_t floats = capacity_ * input_shape_.numel();
-  if (!input_copy_.defined() || input_copy_.numel() < floats) input_copy_ = Tensor::empty(Shape{floats}, device_);
+  const int64_t values = capacity_ * input_shape_.numel();
+  if (dtype_ == DType::bf16) {
+    // Stored in bf16 (a GPU): converted (rounded) once; in NHWC into a
+    // staging half first, then transposed (the conversion is element-wise,
+    // the transpose keeps the dtype).
+    const int64_t need = nhwc ? 2 * values : values;
+    if (!input_copy_.defined() || input_copy_.dtype() != DType::bf16 || input_copy_.numel() < need)
+      input_copy_ = Tensor::empty(Shape{need}, device_, DType::bf16);
+    Tensor staged = input_copy_.view(0, images.shape());
+    ops::convert(ctx, images, staged);  // AMP casts the input of the first convolution to bf16
+    if (!nhwc) return staged;
+    Tensor x = input_copy_.view(values, images.shape()).with_format(MemoryFormat::nhwc);
+    ops::convert_format(ctx, staged, x);
+    return x;
+  }
+  if (!input_copy_.defined() || input_copy_.dtype() != DType::f32 || input_copy_.numel() < values)
+    input_copy_ = Tensor::empty(Shape{values}, device_);
   Tensor x = input_copy_.view(0, images.shape());
   if (nhwc) {
     x = x.with_format(MemoryFormat::nhwc);
@@ -261,17 +286,21 @@ Tensor Graph::prepare_input(Context& ctx, const Tensor& images) {
   return x;
 }
 
+bool Graph::rounds_in_f32(const Context& ctx) const {
+  return ctx.options().precision == Precision::bf16 && dtype_ == DType::f32;
+}
+
 Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step) {
   int64_t batch = images.dim(0);
-  ensure_capacity(batch, ctx.options().memory_format);
-  const bool bf16 = ctx.options().precision == Precision::bf16;
-  if (bf16) prepare_bf16_weights(ctx);
+  ensure_capacity(batch, ctx.options().memory_format, activation_dtype(ctx));
+  if (ctx.options().precision == Precision::bf16) prepare_bf16_weights(ctx);
+  const bool round = rounds_in_f32(ctx);
   const Tensor x = prepare_input(ctx, images);
   for (Node& node : nodes_) {
     std::vector<Tensor> inputs = gather_inputs(node, x, batch, mode);
     Tensor out = (mode == Mode::eval ? node.eval_output : node.output).batch_slice(0, batch);
     node.layer->forward(ctx, inputs, out, mode, step);
-    if (bf16) ops::round_to_bf16(ctx, out);  // a GPU stores the activation in bf16
+    if (round) ops::round_to_bf16(ctx, out);  // where a GPU stores the activation in bf16
   }
   return x;
 }
@@ -295,14 +324,14 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
   result.forward_mark = ctx.mark_time();
   const Tensor x = forward_all(ctx, images, Mode::train, step);
   result.backward_mark = ctx.mark_time();
-  const bool bf16 = ctx.options().precision == Precision::bf16;
+  const bool round = rounds_in_f32(ctx);
 
   // The loss stays on the device until the step's end: nothing here waits for it.
   // In bf16 the softmax and loss are FP32 (on bf16 logits); their gradient is stored in bf16.
   Tensor logits = nodes_.back().output.batch_slice(0, batch);
   Tensor logits_grad = nodes_.back().grad.batch_slice(0, batch);
   result.read_back = ops::softmax_cross_entropy_queued(ctx, logits, labels, loss_scale, &logits_grad);
-  if (bf16) ops::round_to_bf16(ctx, logits_grad);
+  if (round) ops::round_to_bf16(ctx, logits_grad);
 
   // Reverse order: a node's gradient is complete once every consumer (all
   // later nodes) has run; the first consumer to run writes it, the rest add.
@@ -326,7 +355,7 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
     Tensor out = node.output.batch_slice(0, batch);
     Tensor out_grad = node.grad.batch_slice(0, batch);
     node.layer->backward(ctx, inputs, out, out_grad, input_grads, modes);
-    if (bf16)  // activation gradients are stored in bf16 (added ones too: read, added in FP32, stored)
+    if (round)  // a GPU stores activation gradients in bf16 (added ones too: read, added in FP32, stored)
       for (Tensor& g : input_grads)
         if (g.defined()) ops::round_to_bf16(ctx, g);
     if (on_grad_ready && node.first_param_offset >= 0) on_grad_ready(node.first_param_offset);
@@ -349,7 +378,9 @@ Tensor Graph::logits(Context& ctx, const Tensor& images) {
   Tensor out = Tensor::empty(Shape{images.dim(0), num_classes_}, device_);
   if (images.dim(0) == 0) return out;
   forward_all(ctx, images, Mode::eval, {});
-  ctx.copy(nodes_.back().eval_output.batch_slice(0, images.dim(0)), out);
+  const Tensor logits = nodes_.back().eval_output.batch_slice(0, images.dim(0));
+  if (logits.dtype() == DType::f32) ctx.copy(logits, out);
+  else ops::convert(ctx, logits, out);  // bf16 logits, widened exactly
   return out;
 }
 

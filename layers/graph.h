@@ -10,16 +10,18 @@
 // set_memory_planning(false)) gives every output and gradient a buffer of
 // its own instead, the layout before the plan, for comparison.
 //
-// Precision bf16 (ContextOptions::precision, the CPU backend) is mixed
-// precision as PyTorch AMP does it: the graph rounds to bf16 what a GPU
-// would store in bf16 (the input images, every node's output, every
-// activation gradient, the logits' gradient), keeping the values in FP32
-// storage; convolutions and linear layers multiply bf16 values (those
-// activations and the bf16 copy of the weights) and accumulate in FP32;
-// batch-norm statistics, the loss and softmax are computed in FP32; weight
-// and bias gradients are FP32 sums written unrounded to the FP32 gradient
-// arena, beside the FP32 master weights and momentum. No loss scaling: bf16
-// has FP32's exponent range.
+// Precision bf16 (ContextOptions::precision) is mixed precision as PyTorch
+// AMP does it. On a GPU the input images (converted once per step), every
+// node's output, every activation gradient and the logits' gradient are
+// stored as DType::bf16 (the activation buffer is bf16; the plan sizes it in
+// bytes); the CPU, whose ops refuse bf16 tensors, keeps FP32 storage and the
+// graph rounds to bf16 exactly those values. Convolutions and linear layers
+// multiply bf16 values (those activations and the bf16 copy of the weights
+// and biases) and accumulate in FP32; batch-norm statistics, the loss and
+// softmax are computed in FP32; weight and bias gradients are FP32 in the
+// FP32 gradient arena, beside the FP32 master weights and momentum, those of
+// convolution weights rounded once to bf16 on both devices
+// (layers/conv2d.h). No loss scaling: bf16 has FP32's exponent range.
 //
 // Memory format nhwc (ContextOptions::memory_format): the graph converts the
 // input images to NHWC once per step, into a buffer of its own, and every
@@ -87,18 +89,26 @@ public:
   // (computed: nothing is allocated, the graph need not be finalised).
   // `format`: the activations' memory format (flatten of NHWC images is a
   // transpose, not an alias).
-  std::vector<PlanNode> plan_nodes(MemoryFormat format = MemoryFormat::nchw) const;
-  MemoryPlan memory_plan(int64_t batch, PlanKind kind, bool share, MemoryFormat format = MemoryFormat::nchw) const;
-  // Bytes of a training step's outputs and gradients at `batch` (fp32):
-  // planned, and with one output and one gradient buffer per node.
-  int64_t activation_bytes(int64_t batch) const;
-  int64_t unplanned_activation_bytes(int64_t batch) const;
+  // `dtype`: the activations' stored type (activation_dtype).
+  std::vector<PlanNode> plan_nodes(MemoryFormat format = MemoryFormat::nchw, DType dtype = DType::f32) const;
+  MemoryPlan memory_plan(int64_t batch, PlanKind kind, bool share, MemoryFormat format = MemoryFormat::nchw,
+                         DType dtype = DType::f32) const;
+  // Bytes of a training step's outputs and gradients at `batch`, stored as
+  // `dtype`: planned, and with one output and one gradient buffer per node.
+  int64_t activation_bytes(int64_t batch, DType dtype = DType::f32) const;
+  int64_t unplanned_activation_bytes(int64_t batch, DType dtype = DType::f32) const;
+  // The type the activations and their gradients are stored in on `ctx`:
+  // bf16 in precision bf16 on a GPU, else f32 (the CPU's bf16 mode rounds
+  // values in f32 storage).
+  static DType activation_dtype(const Context& ctx);
   // The activation buffer allocated now (training's and evaluation's plans
   // share it), 0 before the first step.
   int64_t allocated_activation_bytes() const { return activations_.defined() ? activations_.bytes() : 0; }
   // The memory format the activation buffer is laid out in now (the last
   // step's ContextOptions::memory_format; nchw before the first step).
   MemoryFormat activation_format() const { return format_; }
+  // The activation buffer's stored type now (the last step's activation_dtype).
+  DType activation_stored_type() const { return dtype_; }
 
 private:
   struct Node {
@@ -115,10 +125,12 @@ private:
 
   const Node& checked_input_node(int index) const;
   // Lays the activation buffer out for `batch` samples in `format` unless it is already.
-  void ensure_capacity(int64_t batch, MemoryFormat format);
-  // A [batch, ...per_sample] view of activations_ at `offset`, channels-last
+  void ensure_capacity(int64_t batch, MemoryFormat format, DType dtype);
+  // Precision bf16 with f32 storage (the CPU): the graph rounds each stored value.
+  bool rounds_in_f32(const Context& ctx) const;
+  // A [batch, ...per_sample] view of activations_ at `byte_offset`, channels-last
   // when the graph's format is nhwc and the value is an image batch.
-  Tensor activation_view(int64_t offset, int64_t batch, const Shape& per_sample) const;
+  Tensor activation_view(int64_t byte_offset, int64_t batch, const Shape& per_sample) const;
   // How input `i` of a node (-1: the data) lies in memory, for the plan.
   MemoryFormat input_layout(int input, MemoryFormat format) const;
   std::vector<Tensor> gather_inputs(const Node& node, const Tensor& images, int64_t batch, Mode mode) const;
@@ -141,11 +153,12 @@ private:
   std::vector<ParamEntry> state_entries_;
   int64_t capacity_ = 0;
   // The images as the nodes read them when that is not `images` itself
-  // (memory format nhwc: converted; precision bf16: rounded to bf16),
-  // [capacity, ...input]. The place for the input conversion a GPU bf16 path
-  // needs too.
+  // (memory format nhwc: converted; precision bf16: rounded to bf16 in f32
+  // storage on the CPU, converted to bf16 on a GPU, with a staging half
+  // before the transpose in nhwc), [capacity, ...input].
   Tensor input_copy_;
   MemoryFormat format_ = MemoryFormat::nchw;  // the activations' layout now
+  DType dtype_ = DType::f32;                  // and their stored type
   bool planning_ = true;
   bool layout_stale_ = false;  // planning switched since the buffer was laid out
   Tensor activations_;

@@ -24,7 +24,7 @@ std::vector<ParamSpec> Linear::parameter_specs(const std::vector<Shape>& inputs)
 }
 
 void Linear::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode, const StepInfo&) {
-  ops::linear_forward(ctx, inputs[0], weight_operand(ctx, true), bias_or_null(), output);
+  ops::linear_forward(ctx, inputs[0], weight_operand(ctx, true), bias_operand(ctx), output);
 }
 
 void Linear::backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor&, const Tensor& output_grad,

@@ -10,7 +10,7 @@ namespace lockstep {
 
 namespace {
 
-int64_t aligned(int64_t floats) { return (floats + kPlanAlignFloats - 1) / kPlanAlignFloats * kPlanAlignFloats; }
+int64_t aligned(int64_t bytes) { return (bytes + kPlanAlignBytes - 1) / kPlanAlignBytes * kPlanAlignBytes; }
 
 int find_root(std::vector<int>& parent, int v) {
   while (parent[v] != v) v = parent[v] = parent[parent[v]];
@@ -46,7 +46,7 @@ MemoryPlan plan_memory(const std::vector<PlanNode>& nodes, int64_t capacity, Pla
   std::vector<int> last_consumer(nodes.size(), -1);
   for (int n = 0; n < n_nodes; ++n) {
     const PlanNode& node = nodes[n];
-    LS_CHECK(node.floats_per_sample >= 1, "memory plan: node ", n, " has an empty output");
+    LS_CHECK(node.bytes_per_sample >= 1, "memory plan: node ", n, " has an empty output");
     LS_CHECK(node.backward_reads_input.size() == node.inputs.size(), "memory plan: node ", n, " has ",
              node.inputs.size(), " inputs but says what backward reads of ", node.backward_reads_input.size());
     for (int src : node.inputs) {
@@ -65,7 +65,7 @@ MemoryPlan plan_memory(const std::vector<PlanNode>& nodes, int64_t capacity, Pla
   };
   const auto backward_time = [&](int n) { return 2 * n_nodes - n; };
   for (int n = 0; n < n_nodes; ++n) {
-    size[n] = aligned(capacity * nodes[n].floats_per_sample);
+    size[n] = aligned(capacity * nodes[n].bytes_per_sample);
     use(n, n);
     for (int src : nodes[n].inputs)
       if (src >= 0) use(src, n);
@@ -94,8 +94,8 @@ MemoryPlan plan_memory(const std::vector<PlanNode>& nodes, int64_t capacity, Pla
   if (!share) {
     // One buffer per value, outputs first: eval's layout is training's outputs.
     for (int v = 0; v < n_values; ++v) {
-      offset[v] = plan.total_floats;
-      plan.total_floats += size[v];
+      offset[v] = plan.total_bytes;
+      plan.total_bytes += size[v];
     }
   } else {
     std::vector<int> parent(n_values);
@@ -136,7 +136,7 @@ MemoryPlan plan_memory(const std::vector<PlanNode>& nodes, int64_t capacity, Pla
       }
       placed.push_back({at, group_size[r], group_first[r], group_last[r]});
       offset[r] = at;
-      plan.total_floats = std::max(plan.total_floats, at + group_size[r]);
+      plan.total_bytes = std::max(plan.total_bytes, at + group_size[r]);
     }
     for (int v = 0; v < n_values; ++v) offset[v] = offset[find_root(parent, v)];
   }

@@ -30,8 +30,8 @@ namespace lockstep {
 
 // A node as the plan sees it (Graph::plan_nodes builds these from its layers).
 struct PlanNode {
-  std::vector<int> inputs;        // node indices, -1 the data (not planned)
-  int64_t floats_per_sample = 0;  // of the output, and so of the gradient
+  std::vector<int> inputs;       // node indices, -1 the data (not planned)
+  int64_t bytes_per_sample = 0;  // of the output, and so of the gradient (in the stored type)
   std::vector<bool> backward_reads_input;  // per input
   bool backward_reads_output = true;
   bool output_may_alias_input = false;
@@ -41,15 +41,16 @@ struct PlanNode {
 enum class PlanKind { train, eval };
 
 struct MemoryPlan {
-  int64_t capacity = 0;    // samples
-  int64_t total_floats = 0;  // the buffer's size
-  // Per node, in floats from the buffer's start; grad_offset is empty for eval.
+  int64_t capacity = 0;     // samples
+  int64_t total_bytes = 0;  // the buffer's size
+  // Per node, in bytes from the buffer's start; grad_offset is empty for eval.
   std::vector<int64_t> output_offset, grad_offset;
-  int64_t bytes() const { return total_floats * 4; }
+  int64_t bytes() const { return total_bytes; }
 };
 
-// Offsets are multiples of kPlanAlignFloats (256 bytes), as cudaMalloc's are.
-inline constexpr int64_t kPlanAlignFloats = 64;
+// Offsets are multiples of kPlanAlignBytes, as cudaMalloc's are (and so of
+// every element size: the graph views the buffer as f32 or as bf16).
+inline constexpr int64_t kPlanAlignBytes = 256;
 
 // The plan for `nodes` (topological, as Graph keeps them) at `capacity`
 // samples. `share` false gives every value a buffer of its own, nothing

@@ -25,18 +25,37 @@ void WeightedLayer::bind(const std::vector<Tensor>& params, const std::vector<Te
 }
 
 void WeightedLayer::bind_bf16(const std::vector<Tensor>& params_bf16) {
-  LS_CHECK(!params_bf16.empty(), type(), " '", name, "': bound to no bf16 weight");
+  const size_t expected = has_bias_ ? 2 : 1;
+  LS_CHECK(params_bf16.size() == expected, type(), " '", name, "': bound to ", params_bf16.size(),
+           " bf16 parameters, expected ", expected);
   weight_bf16_ = params_bf16[0];
+  if (has_bias_) bias_bf16_ = params_bf16[1];
+}
+
+void WeightedLayer::check_bf16_bound() const {
+  LS_CHECK(weight_bf16_.defined(), type(), " '", name,
+           "': precision bf16 without a bf16 copy of the weights (the model binds it before a bf16 forward)");
 }
 
 const Tensor& WeightedLayer::weight_operand(Context& ctx, bool widen) {
   if (ctx.options().precision != Precision::bf16) return weight_;
-  LS_CHECK(weight_bf16_.defined(), type(), " '", name,
-           "': precision bf16 without a bf16 copy of the weights (the model binds it before a bf16 forward)");
+  check_bf16_bound();
+  if (ctx.device().is_cuda()) return weight_bf16_;  // cuDNN and cuBLAS take bf16 operands
   if (!weight_widened_.defined() || weight_widened_.device() != weight_bf16_.device())
     weight_widened_ = Tensor::empty(weight_.shape(), weight_.device());
   if (widen) ops::convert(ctx, weight_bf16_, weight_widened_);
   return weight_widened_;
+}
+
+const Tensor* WeightedLayer::bias_operand(Context& ctx) {
+  if (!has_bias_) return nullptr;
+  if (ctx.options().precision != Precision::bf16) return &bias_;
+  check_bf16_bound();
+  if (ctx.device().is_cuda()) return &bias_bf16_;
+  if (!bias_widened_.defined() || bias_widened_.device() != bias_bf16_.device())
+    bias_widened_ = Tensor::empty(bias_.shape(), bias_.device());
+  ops::convert(ctx, bias_bf16_, bias_widened_);
+  return &bias_widened_;
 }
 
 }  // namespace lockstep

@@ -18,6 +18,11 @@ void round_to_bf16(Context& ctx, Tensor& x) {
       LS_CUDA_TWIN(gpu, { cuda::round_to_bf16(gpu.compute_stream, x.data(), x.numel()); }));
 }
 
+void round_where_gpu_stores_bf16(Context& ctx, Tensor& x) {
+  if (ctx.options().precision == Precision::bf16 && ctx.device().is_cpu() && x.dtype() == DType::f32)
+    round_to_bf16(ctx, x);
+}
+
 void convert(Context& ctx, const Tensor& src, Tensor& dst) {
   const bool narrow = src.dtype() == DType::f32 && dst.dtype() == DType::bf16;
   const bool widen = src.dtype() == DType::bf16 && dst.dtype() == DType::f32;

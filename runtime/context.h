@@ -36,8 +36,8 @@ struct ContextOptions {
   // [N, C, H, W] output and gradient channels-last (cuDNN's NHWC
   // convolutions, with a KRSC copy of each filter, on a GPU; the CPU computes
   // on NCHW copies). Weights, checkpoints and predictions do not depend on
-  // it. nchw everywhere for now; bf16 on a GPU will default to nhwc once the
-  // GPU bf16 path lands (tensor cores want channels-last). Synchronised
+  // it. nchw everywhere for now, bf16 on a GPU included (tensor cores want
+  // channels-last: a default of nhwc there waits for a real GPU's figures). Synchronised
   // batch norm takes NCHW only: the Context refuses the pair.
   MemoryFormat memory_format = MemoryFormat::nchw;
 };

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_option("--precision", train.precision,
                              "fp32 (strict), tf32 (the default: TF32 tensor-core convolutions and GEMMs on a GPU, "
                              "as PyTorch's default; FP32 on the CPU, as PyTorch's CPU) or bf16 (mixed precision as "
-                             "PyTorch AMP; the CPU backend only in this build)")
+                             "PyTorch AMP: bf16 activations on a GPU, bf16 values in FP32 storage on the CPU; proven on the "
+                             "emulated GPU only)")
            ->check(CLI::IsMember({"fp32", "tf32", "bf16"})),
        "--precision");
   flag(train_cmd->add_option("--memory-format", train.memory_format,

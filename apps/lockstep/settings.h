@@ -51,8 +51,9 @@ struct TrainSettings {
   double first_bucket_mb = 1.0; // the first bucket's, smaller so communication starts early in backward
   bool cuda_graphs = false;     // replay each GPU step from a CUDA graph (ReplicaOptions::cuda_graphs); not saved
   // fp32, tf32 or bf16 (runtime/precision.h): tf32 allows TF32 tensor-core
-  // math on a GPU and computes in FP32 on the CPU; bf16 runs on the CPU only
-  // in this build. Saved, so --resume continues in the same precision.
+  // math on a GPU and computes in FP32 on the CPU; bf16 stores activations in
+  // bf16 on a GPU and rounds them in FP32 storage on the CPU. Saved, so
+  // --resume continues in the same precision.
   std::string precision = "tf32";
   // nchw or nhwc (runtime/memory_format_option.h): how the activations lie
   // (ContextOptions::memory_format); the weights, checkpoints and

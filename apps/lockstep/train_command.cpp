@@ -172,10 +172,6 @@ std::vector<Device> settle_settings(TrainSettings& s, const std::vector<std::str
              s.batch_per_device, " times ", replicas, " replicas overflows");
   }
   validate(s);
-  // Refused before any data is read, rather than trained in another precision than asked.
-  LS_CHECK(parse_precision(s.precision) != Precision::bf16 || devices[0].is_cpu(),
-           "--precision bf16 runs on the CPU backend only in this build (the CUDA bf16 kernels are not written "
-           "yet): add --devices cpu, or train on ", devices[0].str(), " with --precision tf32 or fp32");
   if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size() * processes);
   if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
   return devices;

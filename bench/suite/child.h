@@ -16,7 +16,7 @@ namespace lockstep::bench {
 
 // Timed training steps of a model on a fixed synthetic batch in pinned host
 // memory. Reads: replica_devices, model, input, classes, batch (global),
-// steps, warmup, threads, tf32, precision (bf16 is refused: no such mode yet).
+// steps, warmup, threads, tf32, precision.
 // With `processes` (a multi-process run) the batch is the global batch over
 // every replica of every process; the figures are the first process's.
 json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes = nullptr);

@@ -39,11 +39,6 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
     : options(context_options), workspace_limit_(context_options.workspace_limit_bytes) {
   device = device_index;
   deterministic = context_options.deterministic;
-  // bf16 needs bf16 storage in the CUDA kernels, not written yet: refuse it
-  // rather than train in another precision than asked.
-  LS_CHECK(context_options.precision != Precision::bf16, "precision bf16 on cuda:", device_index,
-           ": bf16 runs on the CPU backend only in this build (the CUDA bf16 kernels are not written yet); use "
-           "precision tf32 or fp32 on a GPU, or bf16 on the CPU");
   allow_tf32 = context_options.precision == Precision::tf32;
   DeviceGuard guard(device);
   try {

@@ -31,6 +31,12 @@ RUN = ["--model", "simple-cnn", "--limit", "640", "--test-limit", "64", "--batch
        "--threads", "1", "--precision", "fp32"]
 
 
+# Normwise bound on the parameters of a bf16 run on the emulated GPU against
+# the CPU's bf16 run after RUN's 20 steps: measured 1.2e-8 (the fp32 run lies
+# 7.8e-2 away), the CPU's bf16 mode rounding where the GPU stores bf16.
+BF16_TOLERANCE = 1e-4
+
+
 def floats(raw):
     return struct.unpack("<%df" % (len(raw) // 4), raw)
 
@@ -49,9 +55,9 @@ class Emulated(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def train(self, name, devices):
+    def train(self, name, devices, precision="fp32"):
         ck = os.path.join(self.tmp, name)
-        r = run(["train"] + RUN + devices + ["--checkpoint", ck], self.tmp, timeout=900)
+        r = run(["train"] + RUN[:-1] + [precision] + devices + ["--checkpoint", ck], self.tmp, timeout=900)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return read_safetensors(ck)[1]
 
@@ -77,16 +83,24 @@ class Emulated(unittest.TestCase):
         self.assertGreater(len(b), 1000)
         self.assertLess(normwise_relative(a, b), 1e-4)
 
-    def test_bf16_on_a_gpu_is_refused_before_training(self):
-        ck = os.path.join(self.tmp, "bf16.safetensors")
-        r = run(["train"] + RUN[:-1] + ["bf16", "--devices", "0", "--checkpoint", ck], self.tmp, timeout=120)
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        lines = [l for l in r.stderr.splitlines() if l.strip()]
-        self.assertEqual(len(lines), 1, r.stderr)
-        self.assertIn("--precision bf16 runs on the CPU backend only in this build", lines[0])
-        self.assertIn("cuda:0", lines[0])
-        self.assertFalse(os.path.exists(ck))
-        self.assertNotIn("training ", r.stdout)
+    def test_bf16_trains_on_an_emulated_gpu_as_on_the_cpu(self):
+        # bf16 activations stored as bf16 on the emulated GPU; the CPU rounds
+        # the same values in FP32 storage. An FP32 sum in another order that
+        # crosses a bf16 rounding boundary would flip an activation by 1 ulp
+        # (4e-3 relative); none does here. An fp32 run from the same seed
+        # lies far from both.
+        gpu = self.train("gpu.safetensors", ["--devices", "0"], "bf16")
+        cpu = self.train("cpu.safetensors", ["--devices", "cpu"], "bf16")
+        fp32 = self.train("fp32.safetensors", ["--devices", "cpu"], "fp32")
+        params = [k for k in cpu if not k.startswith("momentum")]
+        a = [x for k in sorted(params) for x in floats(gpu[k][1])]
+        b = [x for k in sorted(params) for x in floats(cpu[k][1])]
+        c = [x for k in sorted(params) for x in floats(fp32[k][1])]
+        self.assertGreater(len(b), 1000)
+        self.assertTrue(all(math.isfinite(x) for x in a))
+        gpu_cpu, fp32_cpu = normwise_relative(a, b), normwise_relative(c, b)
+        self.assertLess(gpu_cpu, BF16_TOLERANCE, (gpu_cpu, fp32_cpu))
+        self.assertLess(gpu_cpu, fp32_cpu / 4, (gpu_cpu, fp32_cpu))
 
     def test_info_says_the_devices_are_emulated(self):
         r = subprocess.run([os.environ.get("LOCKSTEP_BIN", "build/lockstep"), "info"], capture_output=True,

@@ -33,7 +33,7 @@ class ScheduleChecker {
 public:
   ScheduleChecker(const std::vector<PlanNode>& nodes, const MemoryPlan& plan, PlanKind kind)
       : nodes_(nodes), plan_(plan), n_(static_cast<int>(nodes.size())), train_(kind == PlanKind::train),
-        shadow_(plan.total_floats, 0), expected_(2 * nodes.size(), -1), first_(2 * nodes.size(), -1),
+        shadow_(plan.total_bytes, 0), expected_(2 * nodes.size(), -1), first_(2 * nodes.size(), -1),
         last_(2 * nodes.size(), -1), group_(2 * nodes.size()) {
     std::iota(group_.begin(), group_.end(), 0);
   }
@@ -42,7 +42,7 @@ public:
     if (static_cast<int>(plan_.output_offset.size()) != n_ || (train_ && static_cast<int>(plan_.grad_offset.size()) != n_))
       return "the plan does not place every value";
     for (int v = 0; v < (train_ ? 2 * n_ : n_); ++v)
-      if (offset(v) < 0 || offset(v) % kPlanAlignFloats || offset(v) + floats(v) > plan_.total_floats)
+      if (offset(v) < 0 || offset(v) % kPlanAlignBytes || offset(v) + value_bytes(v) > plan_.total_bytes)
         return "value " + name(v) + " lies outside the buffer or unaligned";
     for (int n = 0; n < n_; ++n) forward(n);
     begin_step(n_);
@@ -63,10 +63,10 @@ private:
   int grad(int n) const { return n_ + n; }
   int node_of(int v) const { return v % n_; }
   int64_t offset(int v) const { return v < n_ ? plan_.output_offset[v] : plan_.grad_offset[v - n_]; }
-  int64_t floats(int v) const { return plan_.capacity * nodes_[node_of(v)].floats_per_sample; }
+  int64_t value_bytes(int v) const { return plan_.capacity * nodes_[node_of(v)].bytes_per_sample; }
   std::string name(int v) const { return (v < n_ ? "output " : "gradient ") + std::to_string(node_of(v)); }
   int root(int v) { return group_[v] == v ? v : group_[v] = root(group_[v]); }
-  bool overlap(int a, int b) const { return offset(a) < offset(b) + floats(b) && offset(b) < offset(a) + floats(a); }
+  bool overlap(int a, int b) const { return offset(a) < offset(b) + value_bytes(b) && offset(b) < offset(a) + value_bytes(a); }
 
   void fail(const std::string& why) {
     if (error_.empty()) error_ = "step " + std::to_string(step_) + ": " + why;
@@ -95,14 +95,14 @@ private:
     touch(v);
     reads_.push_back(v);
     if (expected_[v] < 0) return fail(name(v) + " is read before anything wrote it");
-    for (int64_t i = offset(v); i < offset(v) + floats(v); ++i)
+    for (int64_t i = offset(v); i < offset(v) + value_bytes(v); ++i)
       if (shadow_[i] != expected_[v]) return fail(name(v) + " was overwritten before this read");
   }
   void write(int v) {
     touch(v);
     writes_.push_back(v);
     const int token = next_token_++;
-    std::fill(shadow_.begin() + offset(v), shadow_.begin() + offset(v) + floats(v), token);
+    std::fill(shadow_.begin() + offset(v), shadow_.begin() + offset(v) + value_bytes(v), token);
     expected_[v] = token;
   }
   void accumulate(int v) {
@@ -204,7 +204,7 @@ std::unique_ptr<Graph> add_flatten_graph() {
 
 int64_t unaligned_sum(const std::vector<PlanNode>& nodes, int64_t capacity) {
   int64_t s = 0;
-  for (const PlanNode& n : nodes) s += capacity * n.floats_per_sample;
+  for (const PlanNode& n : nodes) s += capacity * n.bytes_per_sample;
   return s;
 }
 
@@ -233,7 +233,7 @@ TEST_CASE("the memory plan keeps every value intact until its last read", "[memo
     const MemoryPlan own = plan_memory(nodes, capacity, kind, false);
     REQUIRE(check(nodes, shared, kind) == "");
     REQUIRE(check(nodes, own, kind) == "");
-    REQUIRE(shared.total_floats < own.total_floats);
+    REQUIRE(shared.total_bytes < own.total_bytes);
     // The same capacity lays the buffer out the same way every time (a
     // captured CUDA-graph step replays at these addresses).
     const MemoryPlan again = plan_memory(nodes, capacity, kind, true);
@@ -241,7 +241,7 @@ TEST_CASE("the memory plan keeps every value intact until its last read", "[memo
     REQUIRE(again.grad_offset == shared.grad_offset);
   }
   // One buffer per value is exactly one output and one gradient per node.
-  REQUIRE(plan_memory(nodes, capacity, PlanKind::train, false).total_floats >= 2 * unaligned_sum(nodes, capacity));
+  REQUIRE(plan_memory(nodes, capacity, PlanKind::train, false).total_bytes >= 2 * unaligned_sum(nodes, capacity));
 }
 
 TEST_CASE("the memory plan aliases flatten and add and survives accumulation", "[memory-plan]") {
@@ -326,13 +326,13 @@ TEST_CASE("the memory plan reports resnet18's activation memory at batch 512", "
   const int64_t planned = g->activation_bytes(512);
   const int64_t unplanned = g->unplanned_activation_bytes(512);
   const std::vector<PlanNode> nodes = g->plan_nodes();
-  // Unplanned: every output and every gradient, 4 bytes each.
-  REQUIRE(unplanned == 2 * 4 * unaligned_sum(nodes, 512));
+  // Unplanned: every output and every gradient (the plan nodes count fp32's 4 bytes each).
+  REQUIRE(unplanned == 2 * unaligned_sum(nodes, 512));
   // Planned: every output a backward reads is live at once when the loss
   // runs (written in forward, read in backward), so no plan holds less;
   // the gradients live a few at a time, at most the three a residual block
   // holds at once (the block's output gradient, its branch's, its
-  // shortcut's) of the largest size, 512 x 64 x 32 x 32 floats.
+  // shortcut's) of the largest size, 512 x 64 x 32 x 32 values.
   std::vector<bool> read_back(nodes.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].backward_reads_output) read_back[i] = true;
@@ -341,12 +341,12 @@ TEST_CASE("the memory plan reports resnet18's activation memory at batch 512", "
   }
   int64_t saved = 0, largest = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    largest = std::max(largest, 512 * nodes[i].floats_per_sample);
-    if (read_back[i]) saved += 512 * nodes[i].floats_per_sample;
+    largest = std::max(largest, 512 * nodes[i].bytes_per_sample);
+    if (read_back[i]) saved += 512 * nodes[i].bytes_per_sample;
   }
-  INFO("planned " << planned << " bytes, unplanned " << unplanned << ", saved outputs " << 4 * saved);
-  REQUIRE(planned >= 4 * saved);
-  REQUIRE(planned <= 4 * (saved + 3 * largest));
+  INFO("planned " << planned << " bytes, unplanned " << unplanned << ", saved outputs " << saved);
+  REQUIRE(planned >= saved);
+  REQUIRE(planned <= saved + 3 * largest);
   REQUIRE(g->allocated_activation_bytes() == 0);  // computed, nothing allocated
 }
 

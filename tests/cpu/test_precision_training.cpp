@@ -137,38 +137,51 @@ TEST_CASE("bf16 mode computes on bf16 values and keeps fp32 master weights", "[p
   REQUIRE(not_bf16 > int64_t(w.size()) / 2);
 }
 
-// Gradients are all-reduced in FP32, over the FP32 gradient arena: each
-// replica's weight gradients are FP32 sums of bf16 products, so N replicas
-// differ from one only in the order of those FP32 sums, as in fp32 mode, and
-// the bf16 rounding of each sample's activations is the same whatever the
-// split (a bf16 all-reduce would add a rounding per replica). Here the
-// parameters after five steps differ by 6e-9 (2 replicas) and 1e-8 (3),
-// normwise: the tolerance is fp32's, 1e-5. What bf16 can add on larger
-// models: a 1e-7 difference that moves an activation across a bf16 rounding
-// boundary becomes a 4e-3 one for that element.
+// Gradients are all-reduced in FP32, over the FP32 gradient arena, and the
+// bf16 rounding of each sample's activations is the same whatever the split
+// (a bf16 all-reduce would add a rounding per replica). One rounding does
+// depend on it: a convolution's weight gradient is each replica's own FP32
+// sum rounded once to bf16 (as cuDNN writes it on a GPU, which the CPU's
+// bf16 mode follows; layers/conv2d.h), so N replicas add up N roundings of
+// partial sums where one replica rounds the whole: up to 2^-9 of each
+// partial sum, more than that of the total where the partial sums cancel.
+// Measured here after five steps: parameters 2.7e-4 apart normwise (2 and 3
+// replicas; 6e-9 before the weight gradients were rounded), losses 6.7e-4
+// relative; the fp32 run lies 8.6e-4 from the bf16 one (3.2 times as far).
+// Bounds: 1e-3 on the parameters and 2e-3 on the losses, and the fp32 run
+// at least twice as far from the one replica as the N replicas are.
 TEST_CASE("N bf16 replicas train as one within bf16's tolerance", "[precision][bf16][replica]") {
   const int replicas = GENERATE(2, 3);
   ReplicaOptions options;
   options.context.precision = Precision::bf16;
   options.bucket_bytes = 256;
+  ReplicaOptions fp32_options = options;
+  fp32_options.context.precision = Precision::fp32;
   ReplicaManager one(testing::plain_model, {Device::cpu()}, options);
   ReplicaManager many(testing::plain_model, std::vector<Device>(replicas, Device::cpu()), options);
+  ReplicaManager fp32(testing::plain_model, {Device::cpu()}, fp32_options);
   const SgdConfig sgd{0.9f, 1e-3f, false};
   const std::vector<int64_t> batch_sizes = {10, 3, 7, 10, 5};
   for (size_t s = 0; s < batch_sizes.size(); ++s) {
     HostBatch batch = testing::make_batch(batch_sizes[s], 100 + s);
     const StepMetrics a = one.train_step(batch, 0.05f, sgd);
     const StepMetrics b = many.train_step(batch, 0.05f, sgd);
+    fp32.train_step(batch, 0.05f, sgd);
     REQUIRE(b.count == a.count);
-    REQUIRE(b.loss_sum == Approx(a.loss_sum).epsilon(1e-5));
+    REQUIRE(b.loss_sum == Approx(a.loss_sum).epsilon(2e-3));
     REQUIRE(many.replicas_identical());
   }
-  const std::vector<float> p1 = one.model(0).arenas().params.to_vector(), pn = many.model(0).arenas().params.to_vector();
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < p1.size(); ++i) {
-    diff += double(pn[i] - p1[i]) * double(pn[i] - p1[i]);
-    norm += double(p1[i]) * double(p1[i]);
-  }
-  INFO(replicas << " replicas: normwise parameter difference " << std::sqrt(diff / norm));
-  REQUIRE(std::sqrt(diff / norm) <= 1e-5);
+  const auto distance = [&](ReplicaManager& m) {
+    const std::vector<float> p1 = one.model(0).arenas().params.to_vector(), p = m.model(0).arenas().params.to_vector();
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < p1.size(); ++i) {
+      diff += double(p[i] - p1[i]) * double(p[i] - p1[i]);
+      norm += double(p1[i]) * double(p1[i]);
+    }
+    return std::sqrt(diff / norm);
+  };
+  const double to_many = distance(many), to_fp32 = distance(fp32);
+  INFO(replicas << " replicas: normwise parameter difference " << to_many << "; fp32's " << to_fp32);
+  REQUIRE(to_many <= 1e-3);
+  REQUIRE(to_fp32 >= 2 * to_many);
 }

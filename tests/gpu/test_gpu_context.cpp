@@ -42,23 +42,19 @@ TEST_CASE("a gpu context owns streams and handles bound to its compute stream", 
 
 TEST_CASE("a gpu context sets the libraries' math from its precision", "[gpu][context][precision]") {
   REQUIRE(ContextOptions{}.precision == Precision::tf32);
-  for (Precision p : {Precision::fp32, Precision::tf32}) {
+  // bf16 opens a context too: its bf16 operands set the libraries' math per
+  // call (ops/operand_dtype.h); any FP32 product stays strict FP32.
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16}) {
     ContextOptions options;
     options.precision = p;
     Context ctx(Device::cuda(0), options);
     cublasMath_t mode;
     LS_CUBLAS_CHECK(cublasGetMathMode(ctx.cuda()->cublas, &mode));
     INFO(precision_name(p));
+    REQUIRE(ctx.options().precision == p);
     REQUIRE(mode == (p == Precision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     REQUIRE(ctx.cuda()->allow_tf32 == (p == Precision::tf32));
   }
-}
-
-TEST_CASE("a gpu context refuses bf16, which runs on the cpu only in this build", "[gpu][context][precision]") {
-  ContextOptions options;
-  options.precision = Precision::bf16;
-  REQUIRE_THROWS_WITH(Context(Device::cuda(0), options),
-                      Catch::Contains("bf16") && Catch::Contains("CPU backend only") && Catch::Contains("cuda:0"));
 }
 
 TEST_CASE("the cudnn workspace grows on demand up to the limit", "[gpu][context]") {

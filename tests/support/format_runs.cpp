@@ -22,7 +22,10 @@ FormatRun train_in_format(const std::string& name, const Shape& sample, const st
   }
   REQUIRE(manager.replicas_identical());
   run.outcome = outcome_of(manager, std::move(metrics));
-  run.activation_format = dynamic_cast<Graph&>(manager.model(0)).activation_format();
+  const Graph& graph = dynamic_cast<Graph&>(manager.model(0));
+  run.activation_format = graph.activation_format();
+  run.activation_dtype = graph.activation_stored_type();
+  run.activation_bytes = graph.allocated_activation_bytes();
   return run;
 }
 

@@ -17,6 +17,8 @@ struct FormatRun {
   RunOutcome outcome;
   std::vector<std::vector<float>> logits;  // of a held-out batch, after each step
   MemoryFormat activation_format = MemoryFormat::nchw;  // replica 0's graph laid its values out so
+  DType activation_dtype = DType::f32;                  // and stored them as
+  int64_t activation_bytes = 0;                         // in a buffer of this size
 };
 
 // Trains `name` (named_model, dropout on, seed 5) on `devices` for samples of

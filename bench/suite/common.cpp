@@ -52,7 +52,7 @@ options (some suites):
   --python PATH --peer-script PATH   peers: interpreter with torch (/usr/bin/python3), peer script
   --tf32                  scaling, projection, peers on GPUs: TF32 math on both sides (default strict FP32)
   --precision fp32|tf32|bf16   peers, scaling, roofline: tf32 is --tf32; bf16 (mixed precision) runs the
-                          PyTorch peer with AMP bf16 and channels_last; lockstep's bf16 runs on the CPU only
+                          PyTorch peer with AMP bf16 and channels_last; lockstep in its bf16 mode (NHWC on a GPU)
   --gpu KEY               roofline: h100, h200, a100 (and h100-pcie, h100-nvl, h200-nvl, a100-pcie, a100-40gb)
 )";
 }

@@ -5,10 +5,9 @@
 // On a GPU PyTorch runs with cuDNN benchmark mode, with and without
 // channels_last (bf16: AMP and channels_last), then through torch.compile
 // where the installed torch has it; on the CPU both sides get the same
-// number of threads. --precision bf16 has no lockstep row on a GPU: lockstep's
-// bf16 mode runs on the CPU backend only in this build (its CPU rows round to
-// bf16 in fp32 storage, a reference, not a speed mode), and its fp32 step is
-// not put in that row's place. On a GPU
+// number of threads. --precision bf16 runs lockstep's bf16 mode: on a GPU
+// with bf16 activations, channels-last, as the AMP peer; on the CPU by
+// rounding to bf16 in fp32 storage (a reference, not a speed mode). On a GPU
 // every measured step is also given over the roofline bound (gpu_peaks.h).
 #include <cmath>
 #include <cstdio>
@@ -78,38 +77,30 @@ SuiteResult run_peers(const Options& given) {
     const std::string ours_settings = device.is_cpu()
                                           ? fmt("%d compute threads, %s", threads,
                                                 bf16 ? "bf16 rounded in fp32 storage" : "fp32")
+                                          : bf16 ? "NHWC, bf16 activations, FP32 master weights"
                                           : (prec == "tf32" ? "NCHW, TF32 allowed" : "NCHW, FP32");
     double ours_ips = NAN;
     int64_t ours_params = -1;
-    if (bf16 && device.is_cuda()) {
-      // Not measured: lockstep's fp32 step is not what was asked for.
-      const std::string why = "not implemented on a GPU yet: lockstep's bf16 mode runs on the CPU backend only "
-                              "(issue 14); no row is measured in its place";
-      result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"precision", prec},
-                             {"not_implemented", why}});
-      result.table.add({device.str(), "lockstep", "bf16", "", "", why, "", ""});
-    } else {
-      std::fprintf(stderr, "peers: lockstep on %s ...\n", device.str().c_str());
-      Options ours_options = o;
-      ours_options.threads = threads;
-      json ours = run_child("_steps", step_flags(ours_options, {device}, o.batch));
-      if (failed(ours)) {
-        result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"error", ours["error"]}});
-        result.table.add({device.str(), "lockstep", ours_settings, "", "",
-                          "failed: " + ours["error"].get<std::string>().substr(0, 100), "", ""});
-        continue;
-      }
-      ours_ips = ours["images_per_second"].get<double>();
-      ours_params = ours["parameters"].get<int64_t>();
-      json row{{"device", device.str()}, {"engine", "lockstep"}, {"settings", ours_settings}, {"precision", prec},
-               {"images_per_second", ours_ips}, {"measurement", ours}};
-      const std::string vs_bound = over_bound(device, ours["step_seconds_median"].get<double>(), row);
-      result.rows.push_back(row);
-      result.table.add({device.str(), "lockstep", ours_settings, std::to_string(ours_params),
-                        ms_text(ours["step_seconds_median"].get<double>()), fmt("%.1f", ours_ips), "", vs_bound});
-      labels.push_back(device.str() + " lockstep");
-      bars.y.push_back(ours_ips);
+    std::fprintf(stderr, "peers: lockstep on %s ...\n", device.str().c_str());
+    Options ours_options = o;
+    ours_options.threads = threads;
+    json ours = run_child("_steps", step_flags(ours_options, {device}, o.batch));
+    if (failed(ours)) {
+      result.rows.push_back({{"device", device.str()}, {"engine", "lockstep"}, {"error", ours["error"]}});
+      result.table.add({device.str(), "lockstep", ours_settings, "", "",
+                        "failed: " + ours["error"].get<std::string>().substr(0, 100), "", ""});
+      continue;
     }
+    ours_ips = ours["images_per_second"].get<double>();
+    ours_params = ours["parameters"].get<int64_t>();
+    json row{{"device", device.str()}, {"engine", "lockstep"}, {"settings", ours_settings}, {"precision", prec},
+             {"images_per_second", ours_ips}, {"measurement", ours}};
+    const std::string vs_bound = over_bound(device, ours["step_seconds_median"].get<double>(), row);
+    result.rows.push_back(row);
+    result.table.add({device.str(), "lockstep", ours_settings, std::to_string(ours_params),
+                      ms_text(ours["step_seconds_median"].get<double>()), fmt("%.1f", ours_ips), "", vs_bound});
+    labels.push_back(device.str() + " lockstep");
+    bars.y.push_back(ours_ips);
 
     // PyTorch: eager once on the CPU; on a GPU without and with channels_last
     // (bf16: AMP with channels_last only), then compiled where torch has
@@ -197,10 +188,10 @@ SuiteResult run_peers(const Options& given) {
   else
     result.notes.push_back("step / bound: not applicable on the CPU (the roofline bound is drawn for GPUs)");
   if (bf16)
-    result.notes.push_back("bf16: PyTorch runs AMP (autocast bfloat16, no loss scaling) with channels_last; lockstep's "
-                           "bf16 mode runs on the CPU backend only (rounding to bf16 where a GPU would store it, in "
-                           "fp32 storage: a reference for the GPU path, not a speed mode), so a GPU has no lockstep "
-                           "bf16 row and no ratio");
+    result.notes.push_back("bf16: PyTorch runs AMP (autocast bfloat16, no loss scaling) with channels_last; lockstep "
+                           "runs its bf16 mode, on a GPU with bf16 activations laid out channels-last (NHWC), on the "
+                           "CPU by rounding to bf16 where a GPU would store it, in fp32 storage (a reference, not a "
+                           "speed mode)");
   if (!gpu)
     result.skipped.push_back(cuda_device_count() == 0 ? "GPU rows (cuDNN benchmark, channels_last): no GPU on this machine"
                                                       : "GPU rows: --devices selects no GPU");

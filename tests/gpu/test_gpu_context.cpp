@@ -43,7 +43,7 @@ TEST_CASE("a gpu context owns streams and handles bound to its compute stream", 
 TEST_CASE("a gpu context sets the libraries' math from its precision", "[gpu][context][precision]") {
   REQUIRE(ContextOptions{}.precision == Precision::tf32);
   // bf16 opens a context too: its bf16 operands set the libraries' math per
-  // call (ops/operand_dtype.h); any FP32 product stays strict FP32.
+  // call (operand_dtype in ops/checks.h); any FP32 product stays strict FP32.
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16}) {
     ContextOptions options;
     options.precision = p;

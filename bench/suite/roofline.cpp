@@ -28,11 +28,14 @@ SuiteResult run_roofline(const Options& given) {
   const GpuPeaks& gpu = gpu_peaks(o.gpu);
   const std::unique_ptr<Graph> graph = build_model(o.model, parse_shape(o.input), o.classes);
   const StepCost cost = step_cost(*graph, precision_cost_options(prec, o.batch));
-  // The training step's outputs and gradients (fp32 tensors in every mode),
-  // from the graph's memory plan and as one buffer per node; computed, not allocated.
-  const int64_t planned_bytes = graph->activation_bytes(o.batch);
-  const int64_t unplanned_bytes = graph->unplanned_activation_bytes(o.batch);
-  const int64_t eval_bytes = graph->memory_plan(o.batch, PlanKind::eval, true).bytes();
+  // The training step's outputs and gradients as a GPU stores them (bf16 in
+  // bf16 mode, channels-last as the peers suite runs it; fp32 otherwise), from
+  // the graph's memory plan and as one buffer per node; computed, not allocated.
+  const DType stored = prec == "bf16" ? DType::bf16 : DType::f32;
+  const MemoryFormat format = prec == "bf16" ? MemoryFormat::nhwc : MemoryFormat::nchw;
+  const int64_t planned_bytes = graph->memory_plan(o.batch, PlanKind::train, true, format, stored).bytes();
+  const int64_t unplanned_bytes = graph->memory_plan(o.batch, PlanKind::train, false, format, stored).bytes();
+  const int64_t eval_bytes = graph->memory_plan(o.batch, PlanKind::eval, true, format, stored).bytes();
 
   SuiteResult result;
   result.kind = "bound";
@@ -115,11 +118,11 @@ SuiteResult run_roofline(const Options& given) {
                              "weights and gradients %d, master weights and momentum 4; the update reads weight, "
                              "gradient, momentum and writes weight, momentum%s",
                              prec == "bf16" ? 2 : 4, prec == "bf16" ? 2 : 4, prec == "bf16" ? " and the bf16 copy" : ""));
-  result.notes.push_back(fmt("activation memory of the training step (fp32 outputs and gradients, computed from "
+  result.notes.push_back(fmt("activation memory of the training step (%s outputs and gradients, computed from "
                              "the graph's memory plan, not measured): %.1f MiB planned (LOCKSTEP_MEMORY_PLAN=on, "
                              "the default), %.1f MiB with one output and one gradient buffer per node (=off), %.2fx "
                              "less; an evaluation forward at this batch plans %.1f MiB",
-                             planned_bytes / 1048576.0, unplanned_bytes / 1048576.0,
+                             dtype_name(stored), planned_bytes / 1048576.0, unplanned_bytes / 1048576.0,
                              static_cast<double>(unplanned_bytes) / static_cast<double>(planned_bytes),
                              eval_bytes / 1048576.0));
   result.notes.push_back("peaks: " + gpu.name + ", " + gpu.source + "; one GPU, no all-reduce, no host time");

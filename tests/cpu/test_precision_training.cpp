@@ -9,72 +9,22 @@
 #include <string>
 #include <vector>
 
-#include "cpu/test_data_util.h"
-#include "data/open_dataset.h"
 #include "distributed/replica_manager.h"
 #include "kernels/bf16_math.h"
 #include "kernels/cpu/thread_pool.h"
 #include "layers/models.h"
 #include "ops/sgd.h"
+#include "support/fashion_training.h"
 #include "support/replica_models.h"
 
 using namespace lockstep;
 
 namespace {
 
-// Samples [first, first + count) of `set`, normalised by Fashion-MNIST's
-// mean and standard deviation.
-HostBatch fashion_batch(const data::Dataset& set, int64_t first, int64_t count) {
-  const Shape sample = set.sample_shape();
-  HostBatch b;
-  b.count = count;
-  b.images = Tensor::empty(Shape{count, sample[0], sample[1], sample[2]});
-  b.labels = Tensor::empty(Shape{count}, Device::cpu(), DType::i32);
-  for (int64_t i = 0; i < count; ++i) {
-    float* out = b.images.data() + i * sample.numel();
-    set.read(first + i, out);
-    for (int64_t j = 0; j < sample.numel(); ++j) out[j] = (out[j] - 0.286f) / 0.353f;
-    b.labels.labels()[i] = set.label(first + i);
-  }
-  return b;
-}
+using testing::accuracy_after_training;
+using testing::fashion_subset;
 
 constexpr int64_t kSteps = 150;  // batches of 32
-
-struct Subset {
-  std::vector<HostBatch> train;  // consecutive batches of the training set
-  std::vector<HostBatch> test;   // 2000 test samples in batches of 250
-};
-
-const Subset& fashion_subset() {
-  static const Subset subset = [] {
-    data::DataSets sets = data::open_dataset(data_test::fashion_mnist_dir());
-    Subset s;
-    for (int64_t b = 0; b < kSteps; ++b) s.train.push_back(fashion_batch(*sets.train, b * 32, 32));
-    for (int64_t b = 0; b < 8; ++b) s.test.push_back(fashion_batch(*sets.test, b * 250, 250));
-    return s;
-  }();
-  return subset;
-}
-
-// Test accuracy (%) of `name` after one pass over the subset's batches in
-// `precision`, the learning rate decaying linearly to zero: the weights
-// settle at the end, so the batch-norm running statistics the evaluation
-// uses have caught up with them (after a few dozen steps at a constant rate,
-// resnet20's test accuracy still swings by tens of points with them).
-double accuracy_after_training(const std::string& name, Precision precision) {
-  const Subset& data = fashion_subset();
-  ReplicaOptions options;
-  options.context.precision = precision;
-  ReplicaManager replicas(testing::named_model(name, Shape{1, 28, 28}, ModelOptions{.dropout = false}, 5),
-                          {Device::cpu()}, options);
-  const SgdConfig sgd{0.9f, 5e-4f, false};
-  for (int64_t step = 0; step < kSteps; ++step)
-    replicas.train_step(data.train[step], 0.05f * float(kSteps - step) / float(kSteps), sgd);
-  StepMetrics m;
-  for (const HostBatch& batch : data.test) m += replicas.evaluate(batch);
-  return 100.0 * double(m.correct) / double(m.count);
-}
 
 struct OneThread {
   int saved = cpu::compute_threads();
@@ -88,9 +38,9 @@ TEST_CASE("tf32 and bf16 train simple-cnn and resnet20 to within a point of fp32
           "[precision][bf16][train]") {
   OneThread one_thread;  // the same arithmetic on any machine
   for (const std::string name : {"simple-cnn", "resnet20"}) {
-    const double fp32 = accuracy_after_training(name, Precision::fp32);
-    const double tf32 = accuracy_after_training(name, Precision::tf32);
-    const double bf16 = accuracy_after_training(name, Precision::bf16);
+    const double fp32 = accuracy_after_training(name, Precision::fp32, Device::cpu(), kSteps);
+    const double tf32 = accuracy_after_training(name, Precision::tf32, Device::cpu(), kSteps);
+    const double bf16 = accuracy_after_training(name, Precision::bf16, Device::cpu(), kSteps);
     INFO(name << ": fp32 " << fp32 << "%, tf32 " << tf32 << "%, bf16 " << bf16 << "% after " << kSteps
               << " steps of 32");
     REQUIRE(fp32 > 60.0);  // it learned: chance is 10%
@@ -104,7 +54,7 @@ TEST_CASE("bf16 mode computes on bf16 values and keeps fp32 master weights", "[p
   // logits of bf16 are bf16 values and differ from fp32's by about bf16's
   // precision; the master weights stay FP32 (not all bf16 values), and the
   // bf16 copy the next forward reads is exactly the master weights rounded.
-  const Subset& data = fashion_subset();
+  const testing::FashionSubset& data = fashion_subset(kSteps);
   auto run = [&](Precision p) {
     ReplicaOptions options;
     options.context.precision = p;

@@ -130,6 +130,14 @@ class Emulated(unittest.TestCase):
         self.resume("gpu.safetensors", ["--devices", "0"])
         self.assertEqual(self.memory_format("gpu.safetensors"), "nchw")
 
+    def test_bf16_with_sync_bn_on_emulated_gpus_is_not_refused_for_want_of_a_format(self):
+        # The bf16 default must not pick a format that --sync-bn refuses (an
+        # explicit nhwc with it is refused, tests/cli/test_cli.py).
+        self.train("gpu.safetensors", ["--devices", "0,1", "--sync-bn"], "bf16")
+        r = run(["eval", "--checkpoint", os.path.join(self.tmp, "gpu.safetensors"), "--devices", "0"], self.tmp,
+                timeout=900)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_info_says_the_devices_are_emulated(self):
         r = subprocess.run([os.environ.get("LOCKSTEP_BIN", "build/lockstep"), "info"], capture_output=True,
                            text=True, timeout=60, env=dict(os.environ, LOCKSTEP_EMU_DEVICES="2"))

@@ -292,7 +292,7 @@ bool Graph::rounds_in_f32(const Context& ctx) const {
 
 Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step) {
   int64_t batch = images.dim(0);
-  ensure_capacity(batch, ctx.options().memory_format, activation_dtype(ctx));
+  ensure_capacity(batch, ctx.memory_format(), activation_dtype(ctx));
   if (ctx.options().precision == Precision::bf16) prepare_bf16_weights(ctx);
   const bool round = rounds_in_f32(ctx);
   const Tensor x = prepare_input(ctx, images);

@@ -23,7 +23,7 @@
 // convolution weights rounded once to bf16 on both devices
 // (layers/conv2d.h). No loss scaling: bf16 has FP32's exponent range.
 //
-// Memory format nhwc (ContextOptions::memory_format): the graph converts the
+// Memory format nhwc (Context::memory_format(): given, or bf16 on a GPU): the graph converts the
 // input images to NHWC once per step, into a buffer of its own, and every
 // [N, C, H, W] output and gradient is laid out channels-last; the layers
 // take either (flatten hands the linear layers NCHW order, layers/flatten.h;
@@ -105,7 +105,7 @@ public:
   // share it), 0 before the first step.
   int64_t allocated_activation_bytes() const { return activations_.defined() ? activations_.bytes() : 0; }
   // The memory format the activation buffer is laid out in now (the last
-  // step's ContextOptions::memory_format; nchw before the first step).
+  // step's Context::memory_format(); nchw before the first step).
   MemoryFormat activation_format() const { return format_; }
   // The activation buffer's stored type now (the last step's activation_dtype).
   DType activation_stored_type() const { return dtype_; }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "runtime/memory_format_option.h"
 
 #if LOCKSTEP_WITH_CUDA
 #include "runtime/context_cuda.h"
@@ -15,7 +16,8 @@ void std::default_delete<lockstep::CudaState>::operator()(lockstep::CudaState*) 
 namespace lockstep {
 
 Context::Context(Device device, ContextOptions options) : device_(device), options_(options) {
-  LS_CHECK(!(options.sync_batch_norm && options.memory_format == MemoryFormat::nhwc),
+  options_.memory_format = resolve_memory_format(options, device);
+  LS_CHECK(!(options_.sync_batch_norm && options_.memory_format == MemoryFormat::nhwc),
            "synchronised batch norm with the nhwc memory format is not supported yet (its all-reduced statistics "
            "take NCHW batches): use the nchw memory format, or batch norm per replica");
   if (device.is_cuda()) {

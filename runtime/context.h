@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/device.h"
@@ -36,10 +37,13 @@ struct ContextOptions {
   // [N, C, H, W] output and gradient channels-last (cuDNN's NHWC
   // convolutions, with a KRSC copy of each filter, on a GPU; the CPU computes
   // on NCHW copies). Weights, checkpoints and predictions do not depend on
-  // it. nchw everywhere for now, bf16 on a GPU included (tensor cores want
-  // channels-last: a default of nhwc there waits for a real GPU's figures). Synchronised
-  // batch norm takes NCHW only: the Context refuses the pair.
-  MemoryFormat memory_format = MemoryFormat::nchw;
+  // it. Unset, the Context takes resolve_memory_format's default
+  // (runtime/memory_format_option.h): nhwc for bf16 on a GPU, as PyTorch AMP
+  // with channels_last and NVIDIA's tensor-core guidance lay it out; nchw
+  // for every other precision and on the CPU. Context::memory_format() is the
+  // format in force. Synchronised batch norm takes NCHW only: the Context
+  // refuses an explicit nhwc with it.
+  std::optional<MemoryFormat> memory_format;
 };
 
 struct CudaState;
@@ -65,7 +69,11 @@ public:
   Context& operator=(const Context&) = delete;
 
   Device device() const { return device_; }
+  // The options given, with memory_format resolved (always set).
   const ContextOptions& options() const { return options_; }
+  // The activations' memory format in force: the one given, or the default
+  // for this device and precision (resolve_memory_format).
+  MemoryFormat memory_format() const { return *options_.memory_format; }
   // Scratch memory of at least `bytes`, reused by the next call: valid until then.
   float* workspace(size_t bytes);
   size_t workspace_bytes() const { return workspace_.defined() ? workspace_.bytes() : 0; }

@@ -13,6 +13,7 @@
 #include "training/trainer.h"
 #include "layers/models.h"
 #include "progress.h"
+#include "runtime/memory_format_option.h"
 #include "runtime/precision.h"
 #include "setup.h"
 #include "world_errors.h"
@@ -62,6 +63,12 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
                                                              : "tf32";
   replica_options.context.precision =
       parse_precision(precision, s.precision.empty() ? std::string("the checkpoint's precision") : "--precision");
+  // On a GPU in that precision, also the memory format it trained in (the
+  // summation orders differ between formats there; on the CPU they do not,
+  // and its default, nchw, skips the conversions). Otherwise the default
+  // for the precision and device (resolve_memory_format).
+  if (s.precision.empty() && !meta("memory_format").empty() && devices[0].is_cuda())
+    replica_options.context.memory_format = parse_memory_format(meta("memory_format"), "the checkpoint's memory format");
   ReplicaManager replicas(factory, devices, replica_options);
   LS_CHECK(loader->num_classes() == replicas.model(0).num_classes(), "the data at ", data_path, " has ",
            loader->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());

@@ -23,11 +23,17 @@ std::string exact(double value) {
 }
 }  // namespace
 
-void apply_defaults(TrainSettings& s, bool have_gpu, const std::vector<std::string>& given) {
+void apply_defaults(TrainSettings& s, Device device, const std::vector<std::string>& given) {
   auto set = [&](const char* flag, auto& field, auto value) {
     if (!was_given(given, flag)) field = value;
   };
-  if (have_gpu) {
+  if (!was_given(given, "--memory-format")) {
+    ContextOptions options;  // the library's rule, applied to what this run trains with
+    options.precision = parse_precision(s.precision, "--precision");
+    options.sync_batch_norm = s.sync_bn;
+    s.memory_format = memory_format_name(resolve_memory_format(options, device));
+  }
+  if (device.is_cuda()) {
     set("--model", s.model, std::string("resnet18"));
     set("--epochs", s.epochs, int64_t(15));
     set("--batch", s.batch, int64_t(512));

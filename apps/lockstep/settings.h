@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/image_folder.h"
+#include "runtime/device.h"
 
 namespace lockstep::app {
 
@@ -57,14 +58,20 @@ struct TrainSettings {
   std::string precision = "tf32";
   // nchw or nhwc (runtime/memory_format_option.h): how the activations lie
   // (ContextOptions::memory_format); the weights, checkpoints and
-  // predictions do not change. Saved, so --resume continues in the same format.
-  std::string memory_format = "nchw";
+  // predictions do not change. Not given, apply_defaults sets the library's
+  // default for the precision and device (resolve_memory_format: nhwc for
+  // bf16 on a GPU, nchw otherwise). Saved as resolved, so --resume continues
+  // in the same format.
+  std::string memory_format;
 };
 
-// Fills the settings the user did not give with the defaults for the machine:
-// on a GPU resnet18 with a cosine schedule; on the CPU small-cnn, sized so
-// that the no-argument run finishes within minutes on two cores.
-void apply_defaults(TrainSettings& s, bool have_gpu, const std::vector<std::string>& given);
+// Fills the settings the user did not give with the defaults for the machine
+// the first replica runs on (`device`): on a GPU resnet18 with a cosine
+// schedule; on the CPU small-cnn, sized so that the no-argument run finishes
+// within minutes on two cores. The memory format follows the settled
+// precision (and --sync-bn), so the checkpoint and the check at the end of
+// settling see the format that trains.
+void apply_defaults(TrainSettings& s, Device device, const std::vector<std::string>& given);
 
 // The settings as checkpoint metadata, and back (only those not in `given`).
 // Returns `given` plus the flags whose values came from the metadata, so the

@@ -164,7 +164,7 @@ std::vector<Device> settle_settings(TrainSettings& s, const std::vector<std::str
     settled = from_metadata(s, resume_info.extra, given);
   }
   std::vector<Device> devices = resolve_devices(s.devices, s.replicas, /*quiet=*/true);
-  apply_defaults(s, devices[0].is_cuda(), settled);
+  apply_defaults(s, devices[0], settled);
   if (s.data.empty()) s.data = data::default_data_path();
   if (s.batch_per_device > 0) {
     const int64_t replicas = static_cast<int64_t>(devices.size()) * processes;

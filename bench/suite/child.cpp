@@ -81,11 +81,10 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
   ReplicaOptions options;
   options.context.sync_timing = true;  // phase clocks read after the device finished
   // bf16 on a GPU runs the library's bf16 path (bf16 activations), never an
-  // fp32 step under a bf16 label, and channels-last, as the PyTorch AMP peer
+  // fp32 step under a bf16 label, in the library's default memory format:
+  // channels-last there (resolve_memory_format), as the PyTorch AMP peer
   // (and cuDNN's tensor-core kernels) lay the images out.
   options.context.precision = parse_precision(precision(o));
-  if (options.context.precision == Precision::bf16 && !devices.empty() && devices[0].is_cuda())
-    options.context.memory_format = MemoryFormat::nhwc;
   options.processes = processes;
   ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, devices, options);
 

@@ -7,6 +7,8 @@
 #include "gpu_peaks.h"
 #include "layers/models.h"
 #include "plot.h"
+#include "runtime/memory_format_option.h"
+#include "runtime/precision.h"
 #include "suites.h"
 
 namespace lockstep::bench {
@@ -29,10 +31,14 @@ SuiteResult run_roofline(const Options& given) {
   const std::unique_ptr<Graph> graph = build_model(o.model, parse_shape(o.input), o.classes);
   const StepCost cost = step_cost(*graph, precision_cost_options(prec, o.batch));
   // The training step's outputs and gradients as a GPU stores them (bf16 in
-  // bf16 mode, channels-last as the peers suite runs it; fp32 otherwise), from
-  // the graph's memory plan and as one buffer per node; computed, not allocated.
+  // bf16 mode, fp32 otherwise; in the library's default memory format for
+  // the precision on a GPU, channels-last in bf16, as the peers suite runs
+  // it), from the graph's memory plan and as one buffer per node; computed,
+  // not allocated.
   const DType stored = prec == "bf16" ? DType::bf16 : DType::f32;
-  const MemoryFormat format = prec == "bf16" ? MemoryFormat::nhwc : MemoryFormat::nchw;
+  ContextOptions gpu_context;
+  gpu_context.precision = parse_precision(prec);
+  const MemoryFormat format = resolve_memory_format(gpu_context, Device::cuda(0));
   const int64_t planned_bytes = graph->memory_plan(o.batch, PlanKind::train, true, format, stored).bytes();
   const int64_t unplanned_bytes = graph->memory_plan(o.batch, PlanKind::train, false, format, stored).bytes();
   const int64_t eval_bytes = graph->memory_plan(o.batch, PlanKind::eval, true, format, stored).bytes();

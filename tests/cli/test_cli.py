@@ -230,6 +230,7 @@ class Cli(unittest.TestCase):
         self.assertNotEqual(fp32[1:], trained)  # (mlp, seed 7: loss 1.0594 vs 1.0595, accuracy 65.37% vs 65.52%)
         meta, tensors, _ = read_safetensors(ck)
         self.assertEqual(meta["extra.precision"], "bf16")
+        self.assertEqual(meta["extra.memory_format"], "nchw")  # channels-last is the default on a GPU only
         # The master weights are saved in FP32, not rounded to bf16.
         raw = tensors["fc1.weight"][1]
         low_halves = [raw[i:i + 2] for i in range(0, len(raw), 4)]

@@ -33,7 +33,10 @@ RUN = ["--model", "simple-cnn", "--limit", "640", "--test-limit", "64", "--batch
 
 # Normwise bound on the parameters of a bf16 run on the emulated GPU against
 # the CPU's bf16 run after RUN's 20 steps: measured 1.2e-8 (the fp32 run lies
-# 7.8e-2 away), the CPU's bf16 mode rounding where the GPU stores bf16.
+# 7.8e-2 away), the CPU's bf16 mode rounding where the GPU stores bf16. The
+# same in either memory format: the emulated GPU's NHWC run (its bf16
+# default) equals its NCHW run bit for bit, as the emulated cuDNN sums in
+# one order for both; a real cuDNN may not.
 BF16_TOLERANCE = 1e-4
 
 
@@ -61,6 +64,15 @@ class Emulated(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return read_safetensors(ck)[1]
 
+    def memory_format(self, name):
+        return read_safetensors(os.path.join(self.tmp, name))[0]["extra.memory_format"]
+
+    def resume(self, name, devices):
+        # One more epoch from the checkpoint, told nothing but where to run.
+        r = run(["train", "--resume", os.path.join(self.tmp, name), "--epochs", "2"] + devices, self.tmp, timeout=900)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("epoch 2/2", r.stdout)
+
     def test_two_emulated_devices_train_as_the_cpu(self):
         gpu = self.train("gpu.safetensors", ["--devices", "0,1"])
         cpu = self.train("cpu.safetensors", ["--devices", "cpu", "--replicas", "2"])
@@ -84,14 +96,19 @@ class Emulated(unittest.TestCase):
         self.assertLess(normwise_relative(a, b), 1e-4)
 
     def test_bf16_trains_on_an_emulated_gpu_as_on_the_cpu(self):
-        # bf16 activations stored as bf16 on the emulated GPU; the CPU rounds
-        # the same values in FP32 storage. An FP32 sum in another order that
-        # crosses a bf16 rounding boundary would flip an activation by 1 ulp
-        # (4e-3 relative); none does here. An fp32 run from the same seed
-        # lies far from both.
+        # bf16 activations stored as bf16 on the emulated GPU, channels-last
+        # (the default for bf16 on a GPU: no --memory-format given); the CPU
+        # rounds the same values in FP32 storage, in NCHW (its default in
+        # every precision). An FP32 sum in another order that crosses a bf16
+        # rounding boundary would flip an activation by 1 ulp (4e-3
+        # relative); none does here. An fp32 run from the same seed lies far
+        # from both.
         gpu = self.train("gpu.safetensors", ["--devices", "0"], "bf16")
         cpu = self.train("cpu.safetensors", ["--devices", "cpu"], "bf16")
         fp32 = self.train("fp32.safetensors", ["--devices", "cpu"], "fp32")
+        self.assertEqual(self.memory_format("gpu.safetensors"), "nhwc")
+        self.assertEqual(self.memory_format("cpu.safetensors"), "nchw")
+        self.assertEqual(self.memory_format("fp32.safetensors"), "nchw")
         params = [k for k in cpu if not k.startswith("momentum")]
         a = [x for k in sorted(params) for x in floats(gpu[k][1])]
         b = [x for k in sorted(params) for x in floats(cpu[k][1])]
@@ -101,6 +118,25 @@ class Emulated(unittest.TestCase):
         gpu_cpu, fp32_cpu = normwise_relative(a, b), normwise_relative(c, b)
         self.assertLess(gpu_cpu, BF16_TOLERANCE, (gpu_cpu, fp32_cpu))
         self.assertLess(gpu_cpu, fp32_cpu / 4, (gpu_cpu, fp32_cpu))
+        # Resumed on the CPU, whose own default is nchw, it goes on in the checkpoint's nhwc.
+        self.resume("gpu.safetensors", ["--devices", "cpu"])
+        self.assertEqual(self.memory_format("gpu.safetensors"), "nhwc")
+
+    def test_bf16_on_an_emulated_gpu_keeps_a_given_nchw_and_resumes_in_it(self):
+        # --memory-format nchw wins over the bf16 default, and a resume on
+        # the GPU without the flag keeps the checkpoint's nchw.
+        self.train("gpu.safetensors", ["--devices", "0", "--memory-format", "nchw"], "bf16")
+        self.assertEqual(self.memory_format("gpu.safetensors"), "nchw")
+        self.resume("gpu.safetensors", ["--devices", "0"])
+        self.assertEqual(self.memory_format("gpu.safetensors"), "nchw")
+
+    def test_bf16_with_sync_bn_on_emulated_gpus_is_not_refused_for_want_of_a_format(self):
+        # The bf16 default must not pick a format that --sync-bn refuses (an
+        # explicit nhwc with it is refused, tests/cli/test_cli.py).
+        self.train("gpu.safetensors", ["--devices", "0,1", "--sync-bn"], "bf16")
+        r = run(["eval", "--checkpoint", os.path.join(self.tmp, "gpu.safetensors"), "--devices", "0"], self.tmp,
+                timeout=900)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def test_info_says_the_devices_are_emulated(self):
         r = subprocess.run([os.environ.get("LOCKSTEP_BIN", "build/lockstep"), "info"], capture_output=True,

@@ -4,7 +4,8 @@
 // NCHW copies of the same values (ops/cpu_nchw.h), so NHWC must train as
 // NCHW bit for bit, on 1 and 2 replicas; a checkpoint of an NHWC run loads
 // into an NCHW model and predicts the same; synchronised batch norm refuses
-// NHWC at the start; the option's names parse.
+// NHWC at the start; the default format (nhwc for bf16 on a GPU only) and
+// the option's names.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -79,6 +80,47 @@ TEST_CASE("synchronised batch norm refuses the nhwc memory format when the conte
   REQUIRE_THROWS_WITH(Context(Device::cpu(), options), Contains("synchronised batch norm") && Contains("nhwc"));
   options.memory_format = MemoryFormat::nchw;
   REQUIRE_NOTHROW(Context(Device::cpu(), options));
+}
+
+TEST_CASE("the memory format defaults to nhwc for bf16 on a gpu only, and a given one is kept", "[nhwc][precision]") {
+  // The rule itself (runtime/memory_format_option.h), for both kinds of device:
+  // resolving needs no device, a Context on a GPU (tests/gpu) does.
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16})
+    for (Device device : {Device::cpu(), Device::cuda(0)}) {
+      INFO(precision_name(p) << " on " << device.str());
+      ContextOptions options;
+      options.precision = p;
+      const bool channels_last = p == Precision::bf16 && device.is_cuda();
+      CHECK(resolve_memory_format(options, device) == (channels_last ? MemoryFormat::nhwc : MemoryFormat::nchw));
+      for (MemoryFormat given : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
+        options.memory_format = given;
+        CHECK(resolve_memory_format(options, device) == given);
+      }
+    }
+  // A Context on the CPU holds the resolved format, in every precision.
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16}) {
+    ContextOptions options;
+    options.precision = p;
+    REQUIRE_FALSE(options.memory_format.has_value());
+    CHECK(Context(Device::cpu(), options).memory_format() == MemoryFormat::nchw);
+    CHECK(Context(Device::cpu(), options).options().memory_format == MemoryFormat::nchw);
+    options.memory_format = MemoryFormat::nhwc;
+    CHECK(Context(Device::cpu(), options).memory_format() == MemoryFormat::nhwc);
+  }
+  // Synchronised batch norm with no format given is never refused.
+  ContextOptions sync;
+  sync.precision = Precision::bf16;
+  sync.sync_batch_norm = true;
+  REQUIRE_NOTHROW(resolve_memory_format(sync, Device::cuda(0)));
+  REQUIRE_NOTHROW(Context(Device::cpu(), sync));
+}
+
+TEST_CASE("a bf16 run on the cpu with no memory format given trains in nchw", "[nhwc][precision][replica]") {
+  ReplicaOptions options;
+  options.context.precision = Precision::bf16;
+  const FormatRun run = train_in_format("simple-cnn", sample_for("simple-cnn"), {Device::cpu()}, options);
+  CHECK(run.activation_format == MemoryFormat::nchw);
+  CHECK(run.activation_dtype == DType::f32);  // the CPU's bf16 mode rounds in FP32 storage
 }
 
 TEST_CASE("memory formats and precisions parse from their names and name the option otherwise", "[nhwc][precision]") {

@@ -57,6 +57,27 @@ TEST_CASE("a gpu context sets the libraries' math from its precision", "[gpu][co
   }
 }
 
+TEST_CASE("a gpu context lays activations out nhwc in bf16 and nchw otherwise, unless told", "[gpu][context][nhwc]") {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16}) {
+    INFO(precision_name(p));
+    ContextOptions options;
+    options.precision = p;
+    const MemoryFormat expected = p == Precision::bf16 ? MemoryFormat::nhwc : MemoryFormat::nchw;
+    CHECK(Context(Device::cuda(0), options).memory_format() == expected);
+    CHECK(Context(Device::cuda(0), options).options().memory_format == expected);
+    for (MemoryFormat given : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
+      options.memory_format = given;
+      CHECK(Context(Device::cuda(0), options).memory_format() == given);
+    }
+  }
+  // Synchronised batch norm in bf16 with no format given opens a context
+  // (an explicit nhwc is refused, tests/cpu/test_nhwc_training.cpp).
+  ContextOptions sync;
+  sync.precision = Precision::bf16;
+  sync.sync_batch_norm = true;
+  REQUIRE_NOTHROW(Context(Device::cuda(0), sync));
+}
+
 TEST_CASE("the cudnn workspace grows on demand up to the limit", "[gpu][context]") {
   ContextOptions options;
   options.workspace_limit_bytes = size_t(4) << 20;

@@ -1,28 +1,33 @@
-// Grid-stride loops, one element per thread step (kernels/cuda/bf16_operands_cuda.h).
+// The bias broadcast through launch_map (kernels/cuda/stored_vec.cuh): the
+// bias reads are gathers of a few cached values, the bf16 stores go four at a
+// time (8 bytes) when y is aligned for it (kernels/cuda/bf16_operands_cuda.h).
 #include "kernels/cuda/bf16_operands_cuda.h"
 
 #include "base/cuda/cuda_check.h"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/launch_util.cuh"
+#include "kernels/cuda/stored_vec.cuh"
 
 namespace lockstep::cuda {
 namespace {
 
-using detail::grid_for;
-using detail::kThreads;
-
-template <typename B>
-__global__ void broadcast_bias_kernel(const B* bias, bf16_bits* y, int64_t total, int64_t channels, int64_t spatial,
-                                      bool channels_last) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
-    const int64_t c = channels_last ? i % channels : (i / spatial) % channels;
-    if constexpr (sizeof(B) == sizeof(bf16_bits))
-      y[i] = bias[c];
-    else
-      y[i] = float_to_bf16(bias[c]);
+template <typename B> struct BroadcastBias {
+  const B* bias;
+  bf16_bits* y;
+  int64_t channels;
+  int64_t spatial;
+  bool channels_last;
+  template <int W> __device__ __forceinline__ void operator()(detail::At<W> at) const {
+    detail::Lanes<bf16_bits, W> out;
+    for (int k = 0; k < W; ++k) {
+      const int64_t i = at.index(k);
+      const int64_t c = channels_last ? i % channels : (i / spatial) % channels;
+      if constexpr (sizeof(B) == sizeof(bf16_bits))
+        out.v[k] = bias[c];  // the bits as they are
+      else
+        out.v[k] = float_to_bf16(bias[c]);
+    }
+    at.put_raw(y, out);
   }
-}
+};
 
 }  // namespace
 
@@ -31,12 +36,15 @@ void broadcast_bias_bf16(cudaStream_t stream, BiasRef bias, bf16_bits* y, int64_
   const int64_t total = n * channels * spatial;
   if (total <= 0 || !bias.data) return;
   const bool channels_last = format == MemoryFormat::nhwc || spatial == 1;
+  const bool aligned = detail::all_vec4_aligned(y);
   if (bias.bf16)
-    LS_LAUNCH(grid_for(total), kThreads, 0, stream, broadcast_bias_kernel<bf16_bits>)(
-        static_cast<const bf16_bits*>(bias.data), y, total, channels, spatial, channels_last);
+    detail::launch_map(stream, total,
+               BroadcastBias<bf16_bits>{static_cast<const bf16_bits*>(bias.data), y, channels, spatial, channels_last},
+               aligned);
   else
-    LS_LAUNCH(grid_for(total), kThreads, 0, stream, broadcast_bias_kernel<float>)(
-        static_cast<const float*>(bias.data), y, total, channels, spatial, channels_last);
+    detail::launch_map(stream, total,
+               BroadcastBias<float>{static_cast<const float*>(bias.data), y, channels, spatial, channels_last},
+               aligned);
   LS_CUDA_CHECK_LAUNCH("broadcast_bias_bf16");
 }
 

@@ -1,5 +1,7 @@
-// Element-wise sums and copies (four elements per thread when every pointer
-// is aligned for it, one otherwise), bias broadcasts and fixed-order sums.
+// Element-wise sums and copies and the row bias fill through launch_map
+// (kernels/cuda/stored_vec.cuh: 8- or 16-byte accesses of four elements when
+// every pointer is aligned for it, one element otherwise), the channel bias
+// and fixed-order sums.
 // The activation operands are templates on their stored type T (float or
 // bf16, kernels/stored_type.h; math in float, sums in double); biases and
 // their gradients are FP32.
@@ -20,41 +22,39 @@
 namespace lockstep::cuda {
 namespace {
 
+using detail::all_vec4_aligned;
+using detail::At;
 using detail::grid_for;
 using detail::kThreads;
-using detail::load4;
-using detail::store4;
-using detail::vec4_aligned;
+using detail::launch_map;
 
-__device__ __forceinline__ float4 operator+(float4 a, float4 b) {
-  return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-}
+template <typename T> struct Add {
+  const T* a;
+  const T* b;
+  T* y;
+  template <int W> __device__ __forceinline__ void operator()(At<W> at) const {
+    auto s = at.load(a);
+    const auto t = at.load(b);
+    for (int k = 0; k < W; ++k) s.v[k] += t.v[k];
+    at.store(y, s);
+  }
+};
 
-// Grid-stride over groups of four; the first thread of the grid also does
-// the 1-3 trailing elements.
-template <typename T> __global__ void add_vec(const T* a, const T* b, T* y, int64_t n) {
-  const int64_t n4 = n / 4;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t i = first; i < n4; i += step) store4(y, i, load4(a, i) + load4(b, i));
-  if (first == 0)
-    for (int64_t e = n4 * 4; e < n; ++e) store(y, e, load(a, e) + load(b, e));
-}
-
-template <typename T> __global__ void add_scalar(const T* a, const T* b, T* y, int64_t n) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
-    store(y, i, load(a, i) + load(b, i));
-}
+// y[i] = bias[i % cols]: the bias reads are gathers (cached, `cols` values),
+// the stores of y four at a time.
+template <typename T> struct FillRows {
+  T* y;
+  const float* bias;
+  int64_t cols;
+  template <int W> __device__ __forceinline__ void operator()(At<W> at) const {
+    detail::Lanes<float, W> v;
+    for (int k = 0; k < W; ++k) v.v[k] = bias[at.index(k) % cols];
+    at.store(y, v);
+  }
+};
 
 template <typename T> __global__ void add_channel_bias_kernel(T* y, const float* bias, channel_reduce::Layout l) {
   channel_reduce::for_each_value(l, [&](uint32_t c, int64_t i) { store(y, i, load(y, i) + bias[c]); });
-}
-
-template <typename T> __global__ void fill_rows_kernel(T* y, const float* bias, int64_t total, int64_t cols) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step)
-    store(y, i, bias[i % cols]);
 }
 
 // One thread per column: reads across a row are coalesced, rows go in order.
@@ -70,27 +70,28 @@ template <typename T> struct SourceList {
   const T* at[kMaxSummedBuffers];
 };
 
-template <typename T>
-__global__ void sum_buffers_kernel(SourceList<T> srcs, int count, T* dst, int64_t begin, int64_t end) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = begin + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < end; i += step) {
-    T sum = srcs.at[0][i];
-    for (int r = 1; r < count; ++r) sum += srcs.at[r][i];
-    dst[i] = sum;
+// Sums in rank order in T (float or double) as before; srcs and dst are
+// already offset to the range's first element.
+template <typename T> struct SumBuffers {
+  SourceList<T> srcs;
+  int count;
+  T* dst;
+  template <int W> __device__ __forceinline__ void operator()(At<W> at) const {
+    detail::Lanes<T, W> sum = at.raw(srcs.at[0]);
+    for (int r = 1; r < count; ++r) {
+      const detail::Lanes<T, W> term = at.raw(srcs.at[r]);
+      for (int k = 0; k < W; ++k) sum.v[k] += term.v[k];
+    }
+    at.put_raw(dst, sum);
   }
-}
+};
 
 }  // namespace
 
 template <typename T> void add(cudaStream_t stream, const T* a, const T* b, T* y, int64_t n) {
   if (n <= 0) return;
-  if (vec4_aligned<T>(a) && vec4_aligned<T>(b) && vec4_aligned<T>(y)) {
-    LS_LAUNCH(grid_for(n / 4 + 1), kThreads, 0, stream, add_vec<T>)(a, b, y, n);
-    LS_CUDA_CHECK_LAUNCH("add_vec");
-  } else {
-    LS_LAUNCH(grid_for(n), kThreads, 0, stream, add_scalar<T>)(a, b, y, n);
-    LS_CUDA_CHECK_LAUNCH("add_scalar");
-  }
+  launch_map(stream, n, Add<T>{a, b, y}, all_vec4_aligned(a, b, y));
+  LS_CUDA_CHECK_LAUNCH("add");
 }
 
 template <typename T> void copy_or_add(cudaStream_t stream, const T* src, T* dst, int64_t n, bool accumulate) {
@@ -114,7 +115,7 @@ void add_channel_bias(cudaStream_t stream, T* y, const float* bias, int64_t n, i
 template <typename T> void fill_rows(cudaStream_t stream, T* y, const float* bias, int64_t rows, int64_t cols) {
   const int64_t total = rows * cols;
   if (total <= 0) return;
-  LS_LAUNCH(grid_for(total), kThreads, 0, stream, fill_rows_kernel<T>)(y, bias, total, cols);
+  launch_map(stream, total, FillRows<T>{y, bias, cols}, all_vec4_aligned(y));
   LS_CUDA_CHECK_LAUNCH("fill_rows");
 }
 
@@ -132,8 +133,12 @@ void sum_buffers_of(cudaStream_t stream, const T* const* srcs, int count, T* dst
            kMaxSummedBuffers);
   if (end <= begin) return;
   SourceList<T> list{};
-  for (int r = 0; r < count; ++r) list.at[r] = srcs[r];
-  LS_LAUNCH(grid_for(end - begin), kThreads, 0, stream, sum_buffers_kernel<T>)(list, count, dst, begin, end);
+  bool aligned = all_vec4_aligned(dst + begin);
+  for (int r = 0; r < count; ++r) {
+    list.at[r] = srcs[r] + begin;
+    aligned = aligned && all_vec4_aligned(list.at[r]);
+  }
+  launch_map(stream, end - begin, SumBuffers<T>{list, count, dst + begin}, aligned);
   LS_CUDA_CHECK_LAUNCH("sum_buffers");
 }
 }  // namespace

@@ -15,9 +15,6 @@ void std::default_delete<lockstep::CudaState>::operator()(lockstep::CudaState*) 
 namespace lockstep {
 
 Context::Context(Device device, ContextOptions options) : device_(device), options_(options) {
-  LS_CHECK(!(options.sync_batch_norm && options.memory_format == MemoryFormat::nhwc),
-           "synchronised batch norm with the nhwc memory format is not supported yet (its all-reduced statistics "
-           "take NCHW batches): use the nchw memory format, or batch norm per replica");
   if (device.is_cuda()) {
 #if LOCKSTEP_WITH_CUDA
     cuda_ = make_cuda_state(device.index, options_);

@@ -37,8 +37,8 @@ struct ContextOptions {
   // convolutions, with a KRSC copy of each filter, on a GPU; the CPU computes
   // on NCHW copies). Weights, checkpoints and predictions do not depend on
   // it. nchw everywhere for now, bf16 on a GPU included (tensor cores want
-  // channels-last: a default of nhwc there waits for a real GPU's figures). Synchronised
-  // batch norm takes NCHW only: the Context refuses the pair.
+  // channels-last: a default of nhwc there waits for a real GPU's figures).
+  // Synchronised batch norm takes either.
   MemoryFormat memory_format = MemoryFormat::nchw;
 };
 

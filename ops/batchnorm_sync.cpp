@@ -7,6 +7,7 @@
 #include "kernels/cpu/batchnorm_cpu.h"
 #include "kernels/cpu/bn_sync_cpu.h"
 #include "ops/checks.h"
+#include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "ops/stored_type.h"
 
@@ -28,9 +29,6 @@ float* grad_means_of(Tensor& buffer, int64_t channels) {
 int64_t check_synced(const char* op, Context& ctx, ReplicaGroup& group, const Tensor& x, Tensor& sync_buffer) {
   LS_CHECK(x.shape().rank() == 4, op, ": input must be [N, C, H, W], got ", x.shape().str());
   LS_CHECK(x.device() == ctx.device(), op, ": input on ", x.device().str(), ", context on ", ctx.device().str());
-  // Its kernels take the format (kernels/cuda/batchnorm_cuda.h), but this op
-  // is not wired for it yet: refuse rather than read NHWC as NCHW.
-  LS_CHECK(x.format() == MemoryFormat::nchw, op, ": NHWC input is not supported yet by synchronised batch norm");
   LS_CHECK(group.size() >= 1, op, ": a replica group of ", group.size());
   const int64_t c = x.dim(1);
   check_device(op, ctx, {&sync_buffer});
@@ -56,12 +54,17 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
                                                               &saved_inv_std})
     check_f32(op, "per-channel tensor", *t);
   [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &y});
+  [[maybe_unused]] const MemoryFormat format = check_format(op, x, {&y});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3), count = n * spatial;
   double* packed = packed_of(sync_buffer);
-  // This replica's statistics (saved_* are overwritten below), then its share of the sums.
+  // This replica's statistics (saved_* are overwritten below), then its share
+  // of the sums. The per-channel arrays and the all-reduced buffer do not
+  // depend on the format: only the passes over the images take it (on the
+  // CPU, NCHW copies: ops/cpu_nchw.h).
   dispatch(op, ctx,
            [&] {
-             cpu::batchnorm_batch_stats(x.data(), n, c, spatial, eps, batch_mean.data(), batch_var.data(),
+             CpuNchw nchw;
+             cpu::batchnorm_batch_stats(nchw.in(x), n, c, spatial, eps, batch_mean.data(), batch_var.data(),
                                         saved_inv_std.data());
              cpu::bn_sync_pack_means(batch_mean.data(), count, c, packed);
            },
@@ -70,7 +73,7 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
              with_stored_type(dtype, [&](auto tag) {
                using T = decltype(tag);
                cuda::batchnorm_statistics(gpu.compute_stream, elems<T>(x), n, c, spatial, eps, batch_mean.data(),
-                                          batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch);
+                                          batch_var.data(), saved_mean.data(), saved_inv_std.data(), scratch, format);
              });
              cuda::bn_sync_pack_means(gpu.compute_stream, batch_mean.data(), count, c, packed);
            }));
@@ -83,15 +86,17 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
   dispatch(op, ctx,
            [&] {
              cpu::bn_sync_finish_stats(packed, c, eps, saved_mean.data(), saved_inv_std.data());
-             cpu::batchnorm_normalize(x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-                                      beta.data(), y.data());
+             CpuNchw nchw;
+             cpu::batchnorm_normalize(nchw.in(x), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+                                      beta.data(), nchw.out(y, false));
+             nchw.finish();
            },
            LS_CUDA_TWIN(gpu, {
              cuda::bn_sync_finish_stats(gpu.compute_stream, packed, c, eps, saved_mean.data(), saved_inv_std.data());
              with_stored_type(dtype, [&](auto tag) {
                using T = decltype(tag);
                cuda::batchnorm_normalize(gpu.compute_stream, elems<T>(x), n, c, spatial, saved_mean.data(),
-                                         saved_inv_std.data(), gamma.data(), beta.data(), elems<T>(y));
+                                         saved_inv_std.data(), gamma.data(), beta.data(), elems<T>(y), format);
              });
            }));
 }
@@ -108,6 +113,7 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
   for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta})
     check_f32(op, "per-channel tensor", *t);
   [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &dy, dx});
+  [[maybe_unused]] const MemoryFormat format = check_format(op, x, {&dy, dx});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
   double* packed = packed_of(sync_buffer);
   double* sums = bn_sync_grad_sums(packed, c);
@@ -117,8 +123,9 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
   // them up), then, summed over replicas, the means the input gradient needs.
   dispatch(op, ctx,
            [&] {
-             cpu::batchnorm_gradient_sums(x.data(), dy.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(),
-                                          sums, sums + c);
+             CpuNchw nchw;
+             cpu::batchnorm_gradient_sums(nchw.in(x), nchw.in(dy), n, c, spatial, saved_mean.data(),
+                                          saved_inv_std.data(), sums, sums + c);
              cpu::bn_sync_param_grads(packed, c, dgamma.data(), dbeta.data());
            },
            LS_CUDA_TWIN(gpu, {
@@ -126,7 +133,8 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
              with_stored_type(dtype, [&](auto tag) {
                using T = decltype(tag);
                cuda::batchnorm_gradient_sums(gpu.compute_stream, elems<T>(x), elems<T>(dy), n, c, spatial,
-                                             saved_mean.data(), saved_inv_std.data(), sums, sums + c, scratch);
+                                             saved_mean.data(), saved_inv_std.data(), sums, sums + c, scratch,
+                                             format);
              });
              cuda::bn_sync_param_grads(gpu.compute_stream, packed, c, dgamma.data(), dbeta.data());
            }));
@@ -135,9 +143,11 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
   dispatch(op, ctx,
            [&] {
              cpu::bn_sync_grad_means(packed, c, mean_dy, mean_dy_xhat);
-             cpu::batchnorm_input_gradient(x.data(), dy.data(), n, c, spatial, saved_mean.data(),
-                                           saved_inv_std.data(), gamma.data(), mean_dy, mean_dy_xhat, dx->data(),
-                                           accumulate);
+             CpuNchw nchw;
+             cpu::batchnorm_input_gradient(nchw.in(x), nchw.in(dy), n, c, spatial, saved_mean.data(),
+                                           saved_inv_std.data(), gamma.data(), mean_dy, mean_dy_xhat,
+                                           nchw.out(*dx, accumulate), accumulate);
+             nchw.finish();
            },
            LS_CUDA_TWIN(gpu, {
              cuda::bn_sync_grad_means(gpu.compute_stream, packed, c, mean_dy, mean_dy_xhat);
@@ -145,7 +155,7 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
                using T = decltype(tag);
                cuda::batchnorm_input_gradient(gpu.compute_stream, elems<T>(x), elems<T>(dy), n, c, spatial,
                                               saved_mean.data(), saved_inv_std.data(), gamma.data(), mean_dy,
-                                              mean_dy_xhat, elems<T>(*dx), accumulate);
+                                              mean_dy_xhat, elems<T>(*dx), accumulate, format);
              });
            }));
 }

@@ -17,9 +17,6 @@ namespace lockstep {
 
 Context::Context(Device device, ContextOptions options) : device_(device), options_(options) {
   options_.memory_format = resolve_memory_format(options, device);
-  LS_CHECK(!(options_.sync_batch_norm && options_.memory_format == MemoryFormat::nhwc),
-           "synchronised batch norm with the nhwc memory format is not supported yet (its all-reduced statistics "
-           "take NCHW batches): use the nchw memory format, or batch norm per replica");
   if (device.is_cuda()) {
 #if LOCKSTEP_WITH_CUDA
     cuda_ = make_cuda_state(device.index, options_);

@@ -41,8 +41,7 @@ struct ContextOptions {
   // (runtime/memory_format_option.h): nhwc for bf16 on a GPU, as PyTorch AMP
   // with channels_last and NVIDIA's tensor-core guidance lay it out; nchw
   // for every other precision and on the CPU. Context::memory_format() is the
-  // format in force. Synchronised batch norm takes NCHW only: the Context
-  // refuses an explicit nhwc with it.
+  // format in force. Synchronised batch norm takes either.
   std::optional<MemoryFormat> memory_format;
 };
 

@@ -10,8 +10,6 @@ MemoryFormat parse_memory_format(std::string_view text, std::string_view what) {
 
 MemoryFormat resolve_memory_format(const ContextOptions& options, Device device) {
   if (options.memory_format) return *options.memory_format;
-  // TEMPORARY until synchronised batch norm takes NHWC batches (issue 14, sync-BN NHWC branch): delete on that merge.
-  if (options.sync_batch_norm) return MemoryFormat::nchw;
   return options.precision == Precision::bf16 && device.is_cuda() ? MemoryFormat::nhwc : MemoryFormat::nchw;
 }
 

@@ -62,8 +62,7 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_option("--memory-format", train.memory_format,
                              "nchw or nhwc: how the activations lie in memory (channels-last, cuDNN's NHWC "
                              "convolutions on a GPU); the weights, checkpoints and predictions are the same. Default: "
-                             "nhwc for --precision bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise "
-                             "and with --sync-bn")
+                             "nhwc for --precision bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
            ->check(CLI::IsMember({"nchw", "nhwc"})),
        "--memory-format");
   flag(train_cmd->add_option("--weight-decay", train.weight_decay, "on conv/linear weights")->check(CLI::NonNegativeNumber),

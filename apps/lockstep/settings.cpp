@@ -30,7 +30,6 @@ void apply_defaults(TrainSettings& s, Device device, const std::vector<std::stri
   if (!was_given(given, "--memory-format")) {
     ContextOptions options;  // the library's rule, applied to what this run trains with
     options.precision = parse_precision(s.precision, "--precision");
-    options.sync_batch_norm = s.sync_bn;
     s.memory_format = memory_format_name(resolve_memory_format(options, device));
   }
   if (device.is_cuda()) {

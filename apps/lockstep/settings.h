@@ -69,8 +69,8 @@ struct TrainSettings {
 // the first replica runs on (`device`): on a GPU resnet18 with a cosine
 // schedule; on the CPU small-cnn, sized so that the no-argument run finishes
 // within minutes on two cores. The memory format follows the settled
-// precision (and --sync-bn), so the checkpoint and the check at the end of
-// settling see the format that trains.
+// precision, so the checkpoint and the check at the end of settling see the
+// format that trains.
 void apply_defaults(TrainSettings& s, Device device, const std::vector<std::string>& given);
 
 // The settings as checkpoint metadata, and back (only those not in `given`).

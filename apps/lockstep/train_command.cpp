@@ -94,9 +94,6 @@ void validate(const TrainSettings& s) {
   if (!s.time_limit.empty()) parse_duration(s.time_limit, "--time-limit");
   parse_schedule(s.schedule);
   parse_precision(s.precision, "--precision");
-  LS_CHECK(!(s.sync_bn && parse_memory_format(s.memory_format, "--memory-format") == MemoryFormat::nhwc),
-           "--sync-bn with --memory-format nhwc is not supported yet (synchronised batch norm takes NCHW batches): "
-           "drop one of them");
 }
 
 bool was_given(const std::vector<std::string>& given, const char* flag) {

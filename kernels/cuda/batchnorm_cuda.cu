@@ -1,17 +1,22 @@
-// Batch normalisation kernels. Statistics, in one pass over the input: one
-// block per (channel, run of samples) sums its shifted values and their
-// squares in double (kernels/bn_math.h, bn_shifted_moments); groups of
-// threads sized to the plane walk whole planes, so every thread works even on
-// 4x4 planes and no value needs an integer division; the block reduces in a
-// fixed order, and the runs' partial sums are added in run order by whoever
-// needs the total. Element-wise passes walk whole planes the same way, one
-// channel each. NHWC (channels last): the same sums in the same order at
-// strided addresses, so the same bits as NCHW; element-wise passes walk the
-// flat order (channel_reduce.cuh, for_each_value). The images (x, y, dy, dx,
-// the shortcut and its gradient) are templates on their stored type T, float
-// or bf16 (kernels/stored_type.h): every value is widened as it is read and
-// rounded once as it is written, the math and sums as in FP32 storage; the
-// per-channel arrays are FP32 whatever T is.
+// Batch normalisation kernels. Statistics, in one pass over the input: each
+// thread sums its values' shifts d = x - shift and their squares d * d in
+// double (kernels/bn_math.h, bn_shifted_moments), the block combines them in
+// a fixed order into one partial sum per (channel, run), and the runs' partial
+// sums are added in run order by whoever needs the total; the gradient sums
+// likewise. Who sums what (channel_reduce.cuh): NCHW, one block per (channel,
+// run of samples), groups of threads sized to the plane walking whole planes,
+// so every thread works even on 4x4 planes and no value needs an integer
+// division; NHWC (channels last), one block per (tile of up to 32 channels,
+// run of pixels), consecutive threads reading consecutive channels of a
+// pixel, so a warp reads whole rows. The order is a pure function of the
+// shape and the format: the same bits on every device and schedule, but NHWC
+// and NCHW sum in different orders and may differ in a statistic's last bit.
+// Element-wise passes walk whole planes (NCHW, one channel each) or the flat
+// order with a channel fixed per thread (NHWC; for_each_value). The images (x,
+// y, dy, dx, the shortcut and its gradient) are templates on their stored
+// type T, float or bf16 (kernels/stored_type.h): every value is widened as it
+// is read and rounded once as it is written, the math and sums as in FP32
+// storage; the per-channel arrays are FP32 whatever T is.
 #include "kernels/cuda/batchnorm_cuda.h"
 
 #include <algorithm>
@@ -29,7 +34,6 @@
 namespace lockstep::cuda {
 namespace {
 
-using detail::block_sum;
 using detail::kThreads;
 using namespace channel_reduce;
 
@@ -42,19 +46,16 @@ template <typename T> __device__ __forceinline__ double channel_shift(const T* x
 // One pass over the input: each run's sums of d = x - shift and d * d.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) run_shifted_moments(const T* x, Layout l, double* sums, double* squares) {
-  const double shift = channel_shift(x, l, blockIdx.x / l.splits);
+  const int64_t c = run_channel(l);
+  const double shift = c < l.channels ? channel_shift(x, l, c) : 0.0;
   double acc = 0.0, acc2 = 0.0;
   for_each_in_run(l, [&](int64_t o) {
     const double d = load(x, o) - shift;
     acc += d;
     acc2 += d * d;
   });
-  const double total = block_sum(acc);
-  const double total2 = block_sum(acc2);
-  if (threadIdx.x == 0) {
-    sums[blockIdx.x] = total;
-    squares[blockIdx.x] = total2;
-  }
+  write_run_sum(l, acc, sums);
+  write_run_sum(l, acc2, squares);
 }
 
 template <typename T>
@@ -110,8 +111,9 @@ template <bool Relu, Shortcut Store, typename T>
 __global__ void __launch_bounds__(kThreads)
     run_gradient_sums(const T* x, const T* dy, const T* y, Layout l, const float* mean, const float* inv_std,
                       double* partial_dy, double* partial_dy_xhat, T* dshortcut) {
-  const int64_t c = blockIdx.x / l.splits;
-  const float m = mean[c], inv = inv_std[c];
+  const int64_t c = run_channel(l);
+  const bool summing = c < l.channels;  // false: a lane past the last channel of an NHWC tile
+  const float m = summing ? mean[c] : 0.0f, inv = summing ? inv_std[c] : 0.0f;
   double sum_dy = 0.0, sum_dy_xhat = 0.0;
   for_each_in_run(l, [&](int64_t o) {
     const double xhat = (load(x, o) - m) * inv;
@@ -121,12 +123,8 @@ __global__ void __launch_bounds__(kThreads)
     sum_dy += g;
     sum_dy_xhat += g * xhat;
   });
-  double a = block_sum(sum_dy);
-  double b = block_sum(sum_dy_xhat);
-  if (threadIdx.x == 0) {
-    partial_dy[blockIdx.x] = a;
-    partial_dy_xhat[blockIdx.x] = b;
-  }
+  write_run_sum(l, sum_dy, partial_dy);
+  write_run_sum(l, sum_dy_xhat, partial_dy_xhat);
 }
 
 __global__ void finish_gradient_sums(Layout l, const double* partial_dy, const double* partial_dy_xhat,
@@ -244,8 +242,8 @@ void launch_backward(cudaStream_t stream, const T* x, const T* y, const T* dy, i
 }  // namespace
 
 size_t batchnorm_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
-  Layout l = layout_for(n, channels, spatial);
-  size_t bytes = sizeof(double) * 2 * static_cast<size_t>(l.channels * l.splits) + sizeof(float) * 2 * channels;
+  size_t bytes = sizeof(double) * 2 * static_cast<size_t>(partials_for(n, channels, spatial)) +
+                 sizeof(float) * 2 * channels;
   return (bytes + 15) / 16 * 16;
 }
 

@@ -7,13 +7,15 @@
 // the gradient sums in double. Reductions run in a fixed order, so the same
 // inputs give the same bits on every run and every replica.
 //
-// Each channel's values are cut into `splits` runs of whole samples, one
-// block per (channel, run), whose partial sums the next kernel adds in run
-// order: enough blocks to fill the GPU even with few channels.
+// Each channel's values are cut into `splits` runs, one block per (channel,
+// run) in NCHW and per (tile of up to 32 channels, run of pixels) in NHWC,
+// whose partial sums the next kernel adds in run order: enough blocks to fill
+// the GPU even with few channels (kernels/cuda/channel_reduce.cuh).
 //
 // `format` (last, NCHW unless given) is how x, y, dy, dx and the shortcut lie
 // (kernels/memory_format.h); the per-channel arrays are [channels] either
-// way. NHWC gives the same bits as NCHW (kernels/cuda/channel_reduce.cuh).
+// way. NHWC sums in another fixed order than NCHW (a warp reads consecutive
+// channels), so the two may differ in the last bit of a statistic.
 //
 // T is the stored type of the images (x, y, dy, dx, the shortcut and its
 // gradient): float or bf16_bits (kernels/stored_type.h), read widened to

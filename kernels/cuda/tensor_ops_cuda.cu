@@ -153,8 +153,7 @@ void sum_buffers(cudaStream_t stream, const double* const* srcs, int count, doub
 }
 
 size_t channel_sums_scratch_bytes(int64_t n, int64_t channels, int64_t spatial) {
-  const channel_reduce::Layout l = channel_reduce::layout_for(n, channels, spatial);
-  return (sizeof(double) * static_cast<size_t>(l.channels * l.splits) + 15) / 16 * 16;
+  return (sizeof(double) * static_cast<size_t>(channel_reduce::partials_for(n, channels, spatial)) + 15) / 16 * 16;
 }
 
 template <typename T>

@@ -321,7 +321,6 @@ class Cli(unittest.TestCase):
             (["train", "--precision", "fp16", "--checkpoint", ck], "--precision"),
             (["train", "--precision", "", "--checkpoint", ck], "--precision"),
             (["train", "--memory-format", "nhcw", "--checkpoint", ck], "--memory-format"),
-            (["train", "--memory-format", "nhwc", "--sync-bn", "--checkpoint", ck], "--sync-bn with --memory-format nhwc"),
             (["train", "--devices", "7", "--checkpoint", ck], "GPU 7"),
             (["train", "--data", self.path("missing"), "--checkpoint", ck], "missing"),
             (["train", "--resume", ck, "--model", "simple-cnn"], "simple-cnn"),

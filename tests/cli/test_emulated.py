@@ -130,10 +130,10 @@ class Emulated(unittest.TestCase):
         self.resume("gpu.safetensors", ["--devices", "0"])
         self.assertEqual(self.memory_format("gpu.safetensors"), "nchw")
 
-    def test_bf16_with_sync_bn_on_emulated_gpus_is_not_refused_for_want_of_a_format(self):
-        # The bf16 default must not pick a format that --sync-bn refuses (an
-        # explicit nhwc with it is refused, tests/cli/test_cli.py).
+    def test_bf16_with_sync_bn_on_emulated_gpus_trains_in_nhwc(self):
+        # Synchronised batch norm takes channels-last: the bf16 default holds with it.
         self.train("gpu.safetensors", ["--devices", "0,1", "--sync-bn"], "bf16")
+        self.assertEqual(self.memory_format("gpu.safetensors"), "nhwc")
         r = run(["eval", "--checkpoint", os.path.join(self.tmp, "gpu.safetensors"), "--devices", "0"], self.tmp,
                 timeout=900)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

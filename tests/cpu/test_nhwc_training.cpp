@@ -3,9 +3,9 @@
 // NHWC, flatten hands the linear layers NCHW order. The CPU computes NHWC on
 // NCHW copies of the same values (ops/cpu_nchw.h), so NHWC must train as
 // NCHW bit for bit, on 1 and 2 replicas; a checkpoint of an NHWC run loads
-// into an NCHW model and predicts the same; synchronised batch norm refuses
-// NHWC at the start; the default format (nhwc for bf16 on a GPU only) and
-// the option's names.
+// into an NCHW model and predicts the same; synchronised batch norm trains in
+// NHWC as in NCHW, bit for bit too; the default format (nhwc for bf16 on a
+// GPU only) and the option's names parse.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -73,13 +73,21 @@ TEST_CASE("a checkpoint of an nhwc run loads into an nchw model and predicts the
   fs::remove_all(dir);
 }
 
-TEST_CASE("synchronised batch norm refuses the nhwc memory format when the context is made", "[nhwc][sync-bn]") {
-  ContextOptions options;
-  options.sync_batch_norm = true;
-  options.memory_format = MemoryFormat::nhwc;
-  REQUIRE_THROWS_WITH(Context(Device::cpu(), options), Contains("synchronised batch norm") && Contains("nhwc"));
-  options.memory_format = MemoryFormat::nchw;
-  REQUIRE_NOTHROW(Context(Device::cpu(), options));
+TEST_CASE("resnet20 with synchronised batch norm trains in nhwc as in nchw on cpu replicas, bit for bit",
+          "[nhwc][replica][sync-bn]") {
+  // The all-reduced statistics and gradient sums are per channel, so only the
+  // passes over the images see the format: NHWC must change no bit.
+  for (int replicas : {2, 3}) {
+    INFO(replicas << " CPU replicas");
+    const std::vector<Device> devices(replicas, Device::cpu());
+    ReplicaOptions nchw_options = in_format(MemoryFormat::nchw), nhwc_options = in_format(MemoryFormat::nhwc);
+    nchw_options.context.sync_batch_norm = nhwc_options.context.sync_batch_norm = true;
+    const FormatRun nchw = train_in_format("resnet20", sample_for("resnet20"), devices, nchw_options);
+    const FormatRun nhwc = train_in_format("resnet20", sample_for("resnet20"), devices, nhwc_options);
+    REQUIRE(nhwc.activation_format == MemoryFormat::nhwc);
+    check_same_outcome(nhwc.outcome, nchw.outcome);
+    CHECK(nhwc.logits == nchw.logits);
+  }
 }
 
 TEST_CASE("the memory format defaults to nhwc for bf16 on a gpu only, and a given one is kept", "[nhwc][precision]") {
@@ -107,11 +115,12 @@ TEST_CASE("the memory format defaults to nhwc for bf16 on a gpu only, and a give
     options.memory_format = MemoryFormat::nhwc;
     CHECK(Context(Device::cpu(), options).memory_format() == MemoryFormat::nhwc);
   }
-  // Synchronised batch norm with no format given is never refused.
+  // Synchronised batch norm takes either format: the same rule with it.
   ContextOptions sync;
   sync.precision = Precision::bf16;
   sync.sync_batch_norm = true;
-  REQUIRE_NOTHROW(resolve_memory_format(sync, Device::cuda(0)));
+  CHECK(resolve_memory_format(sync, Device::cuda(0)) == MemoryFormat::nhwc);
+  CHECK(resolve_memory_format(sync, Device::cpu()) == MemoryFormat::nchw);
   REQUIRE_NOTHROW(Context(Device::cpu(), sync));
 }
 

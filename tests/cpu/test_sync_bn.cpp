@@ -27,6 +27,17 @@ TEST_CASE("with synchronised batch norm N replicas of resnet20 train as one", "[
   }
 }
 
+TEST_CASE("with synchronised batch norm N replicas of resnet20 in nhwc train as one", "[replica][batchnorm][sync-bn][nhwc]") {
+  // Channels-last activations on both sides (the CPU computes on NCHW copies).
+  for (int n : {2, 3}) {
+    INFO(n << " replicas");
+    SyncBnDifference d = sync_bn_difference(std::vector<Device>(n, Device::cpu()), Device::cpu(), true, kSteps,
+                                            kSyncBnLearningRate, 1, MemoryFormat::nhwc);
+    CHECK(d.parameters <= 1e-5);
+    CHECK(d.statistics <= 1e-5);
+  }
+}
+
 TEST_CASE("without synchronised batch norm resnet20's replicas drift from one", "[replica][batchnorm][sync-bn]") {
   // The control: deeper BN layers see inputs normalised per replica, so the
   // comparison above would fail without --sync-bn.

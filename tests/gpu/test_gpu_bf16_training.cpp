@@ -133,7 +133,8 @@ TEST_CASE("simple-cnn and resnet20 train in bf16 on gpu replicas as the cpu's bf
 // activations, with the add and ReLU as passes of their own (a rounding
 // each, where one device's fused batch norm rounds once): resnet20 then
 // trains on 2 devices as the CPU's bf16 mode on 2 replicas with the same
-// synced ops, which is the reference for that path.
+// synced ops, which is the reference for that path, with its activations
+// NCHW or channels-last (NHWC) alike.
 TEST_CASE("bf16 on 2 gpus trains as on 1, and with synchronised batch norm as 2 cpu replicas",
           "[gpu][bf16][precision][replica]") {
   if (cuda_device_count() < 2) {
@@ -149,12 +150,17 @@ TEST_CASE("bf16 on 2 gpus trains as on 1, and with synchronised batch norm as 2 
     require_bf16_close(two, one, fp32, kTwoAgainstOne);
   }
   {
-    INFO("resnet20 with synchronised batch norm, 2 devices against 2 cpu replicas");
     const Shape sample{3, 8, 8};
     const std::vector<Device> cpus(2, Device::cpu());
-    const FormatRun gpu = train("resnet20", sample, cuda_devices(2), Precision::bf16, MemoryFormat::nchw, true);
     const FormatRun cpu = train("resnet20", sample, cpus, Precision::bf16, MemoryFormat::nchw, true);
     const FormatRun fp32 = train("resnet20", sample, cpus, Precision::fp32, MemoryFormat::nchw, true);
-    require_bf16_close(gpu, cpu, fp32, kAgainstCpu);
+    // The GPU in either format against the same NCHW reference.
+    for (MemoryFormat format : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
+      INFO("resnet20 with synchronised batch norm in " << memory_format_name(format)
+                                                        << ", 2 devices against 2 cpu replicas");
+      const FormatRun gpu = train("resnet20", sample, cuda_devices(2), Precision::bf16, format, true);
+      REQUIRE(gpu.activation_format == format);
+      require_bf16_close(gpu, cpu, fp32, kAgainstCpu);
+    }
   }
 }

@@ -70,12 +70,11 @@ TEST_CASE("a gpu context lays activations out nhwc in bf16 and nchw otherwise, u
       CHECK(Context(Device::cuda(0), options).memory_format() == given);
     }
   }
-  // Synchronised batch norm in bf16 with no format given opens a context
-  // (an explicit nhwc is refused, tests/cpu/test_nhwc_training.cpp).
+  // Synchronised batch norm in bf16 with no format given: nhwc, which it takes.
   ContextOptions sync;
   sync.precision = Precision::bf16;
   sync.sync_batch_norm = true;
-  REQUIRE_NOTHROW(Context(Device::cuda(0), sync));
+  CHECK(Context(Device::cuda(0), sync).memory_format() == MemoryFormat::nhwc);
 }
 
 TEST_CASE("the cudnn workspace grows on demand up to the limit", "[gpu][context]") {

@@ -2,10 +2,17 @@
 // op run with NHWC tensors on the emulated GPU equals the NCHW CPU reference
 // within the layer tests' tolerance (1e-4 of each value plus 1e-4 of the
 // tensor's RMS, test_gpu_layers.cpp), the NHWC CPU path (NCHW copies,
-// ops/cpu_nchw.h) equals the NCHW CPU bit for bit, and where our own kernels
-// claim it (batch norm, channel sums) NHWC on the GPU equals NCHW on the GPU
-// bit for bit. Shapes are odd on purpose: C a multiple of nothing, H != W,
-// batch 1, 1x1 images, a matrix bigger than one transpose tile.
+// ops/cpu_nchw.h) equals the NCHW CPU bit for bit, and for our own kernels
+// (batch norm, synchronised too, channel sums) NHWC on the GPU equals NCHW on
+// the GPU bit for bit. Their NHWC reductions add in another fixed order than
+// NCHW's (kernels/cuda/channel_reduce.cuh), so their double sums may differ
+// in the last bits; rounded to float they come out the same unless a sum lies
+// within ~1e-16 relative of a float rounding boundary (odds ~2^-29 each). The
+// order is a pure function of the shape, so a pass here passes under every
+// schedule: for these shapes the bits are equal (a real GPU, whose compiler
+// may fuse multiply-adds the emulator's does not, has the same odds). Shapes
+// are odd on purpose: C a multiple of nothing, H != W, batch 1, 1x1 images, a
+// matrix bigger than one transpose tile, tensors big enough for several runs.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -14,6 +21,7 @@
 
 #include "gpu_compare.h"
 #include "ops/batchnorm.h"
+#include "ops/batchnorm_sync.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/memory_format.h"
@@ -91,9 +99,33 @@ void check_formats(const Body& body, bool gpu_bits) {
   }
 }
 
-const Shape kImages[] = {Shape{3, 13, 5, 4}, Shape{1, 5, 3, 7}, Shape{4, 9, 1, 1}, Shape{2, 37, 9, 7}};
+// The last two are big enough for several runs per channel in the NHWC
+// reductions (channel_reduce.cuh): 40 channels in two tiles of 32 (the second
+// holding 8) over 8 runs of 128 pixels; 3 channels in one tile of 4 over 3
+// runs of 1666 or 1667 pixels.
+const Shape kImages[] = {Shape{3, 13, 5, 4}, Shape{1, 5, 3, 7}, Shape{4, 9, 1, 1}, Shape{2, 37, 9, 7},
+                         Shape{4, 40, 16, 16}, Shape{2, 3, 50, 50}};
 
 enum class Fused { none, relu, add_relu };
+
+// A batch-norm layer's per-channel tensors: parameters from fixed seeds, the
+// statistics and gradients zero.
+struct BnTensors {
+  Tensor gamma, beta, mean, var, saved_mean, saved_inv, dgamma, dbeta;
+};
+BnTensors bn_tensors(Run& r, int64_t c) {
+  return {r.plain(Shape{c}, 7), r.plain(Shape{c}, 8), r.zeros(Shape{c}), r.zeros(Shape{c}),
+          r.zeros(Shape{c}),    r.zeros(Shape{c}),    r.zeros(Shape{c}), r.zeros(Shape{c})};
+}
+// Keeps what a training forward and backward wrote besides the images.
+void keep_bn(Run& r, const BnTensors& t) {
+  r.keep("mean", t.mean);
+  r.keep("var", t.var);
+  r.keep("saved mean", t.saved_mean);
+  r.keep("saved inv std", t.saved_inv);
+  r.keep("dgamma", t.dgamma);
+  r.keep("dbeta", t.dbeta);
+}
 
 // Training forward and backward of batch norm, plain or fused, with dx and
 // the shortcut gradient added onto what they hold (the accumulate paths).
@@ -102,9 +134,9 @@ Body batchnorm_body(const Shape& s, Fused fused) {
     const int64_t c = s[1];
     Tensor x = r.image(s, 1), shortcut = r.image(s, 2), dy = r.image(s, 3), dx = r.image(s, 4),
            ds = r.image(s, 5), y = r.image(s, 6);
-    Tensor gamma = r.plain(Shape{c}, 7), beta = r.plain(Shape{c}, 8);
-    Tensor mean = r.zeros(Shape{c}), var = r.zeros(Shape{c}), saved_mean = r.zeros(Shape{c}),
-           saved_inv = r.zeros(Shape{c}), dgamma = r.zeros(Shape{c}), dbeta = r.zeros(Shape{c});
+    BnTensors t = bn_tensors(r, c);
+    auto &gamma = t.gamma, &beta = t.beta, &mean = t.mean, &var = t.var, &saved_mean = t.saved_mean,
+         &saved_inv = t.saved_inv, &dgamma = t.dgamma, &dbeta = t.dbeta;
     const float eps = 1e-5f;
     switch (fused) {
       case Fused::none:
@@ -124,15 +156,39 @@ Body batchnorm_body(const Shape& s, Fused fused) {
         break;
     }
     r.keep("y", y);
-    r.keep("mean", mean);
-    r.keep("var", var);
-    r.keep("saved inv std", saved_inv);
-    r.keep("dgamma", dgamma);
-    r.keep("dbeta", dbeta);
     r.keep("dx", dx);
+    keep_bn(r, t);
     Tensor y_eval = r.image(s, 9);
     ops::batchnorm_forward_eval(r.ctx, x, gamma, beta, saved_mean, var, eps, y_eval);
     r.keep("y eval", y_eval);
+  };
+}
+
+// One replica: the op's sums are already the group's, so nothing to add; its
+// every pass over the images (statistics, normalising, gradient sums, input
+// gradient) still runs, in the run's format.
+class OneReplica final : public ReplicaGroup {
+public:
+  int size() const override { return 1; }
+  void all_reduce_sum(Context&, double*, int64_t) override {}
+};
+
+// Synchronised batch norm's training forward and backward (--sync-bn), dx
+// added onto what it holds.
+Body sync_batchnorm_body(const Shape& s) {
+  return [s](Run& r) {
+    const int64_t c = s[1];
+    OneReplica group;
+    Tensor x = r.image(s, 1), dy = r.image(s, 3), dx = r.image(s, 4), y = r.image(s, 6);
+    BnTensors t = bn_tensors(r, c);
+    Tensor buffer = r.zeros(Shape{ops::batchnorm_sync_buffer_floats(c)});
+    ops::batchnorm_forward_train_synced(r.ctx, group, x, t.gamma, t.beta, 1e-5f, y, t.mean, t.var, t.saved_mean,
+                                        t.saved_inv, buffer);
+    ops::batchnorm_backward_synced(r.ctx, group, x, dy, t.gamma, t.saved_mean, t.saved_inv, t.dgamma, t.dbeta, &dx,
+                                   true, buffer);
+    r.keep("y", y);
+    r.keep("dx", dx);
+    keep_bn(r, t);
   };
 }
 
@@ -218,6 +274,26 @@ TEST_CASE("gpu nhwc batch norm, plain and fused, equals nchw", "[gpu][memory-for
       INFO("shape " << s.str() << ", fused " << static_cast<int>(f));
       check_formats(batchnorm_body(s, f), true);
     }
+}
+
+TEST_CASE("gpu nhwc synchronised batch norm equals nchw", "[gpu][memory-format][batchnorm][sync-bn]") {
+  for (const Shape& s : kImages) {
+    INFO("shape " << s.str());
+    check_formats(sync_batchnorm_body(s), true);
+  }
+}
+
+TEST_CASE("gpu nhwc channel sums (the convolution's bias gradient) equal nchw", "[gpu][memory-format][conv]") {
+  for (const Shape& s : kImages) {
+    INFO("shape " << s.str());
+    check_formats(
+        [s](Run& r) {
+          Tensor dy = r.image(s, 1), db = r.zeros(Shape{s[1]});
+          ops::conv2d_backward_bias(r.ctx, dy, db);
+          r.keep("db", db);
+        },
+        true);
+  }
 }
 
 TEST_CASE("gpu nhwc convolution equals nchw, with either filter format", "[gpu][memory-format][conv]") {

@@ -41,7 +41,7 @@ double normwise(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 SyncBnDifference sync_bn_difference(const std::vector<Device>& many, Device one, bool sync, int steps, float lr,
-                                    int many_threads) {
+                                    int many_threads, MemoryFormat format) {
   // resnet20 on 8x8 images with 4 to 6 samples per replica amplifies float
   // rounding: how the CPU compute pool cuts a convolution (by its thread
   // count and the replica's batch) moves the result by a few 1e-8 per step,
@@ -70,6 +70,7 @@ SyncBnDifference sync_bn_difference(const std::vector<Device>& many, Device one,
   ReplicaOptions many_options;
   many_options.context.sync_batch_norm = sync;
   many_options.context.precision = Precision::fp32;
+  many_options.context.memory_format = format;
   ReplicaOptions one_options = many_options;  // sync_batch_norm: no effect on one replica, nothing to synchronise with
   ReplicaManager single(factory, {one}, one_options);
   ReplicaManager replicas(factory, many, many_options);

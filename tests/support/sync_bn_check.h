@@ -5,6 +5,7 @@
 // running statistics.
 #include <vector>
 
+#include "kernels/memory_format.h"
 #include "runtime/device.h"
 
 namespace lockstep::testing {
@@ -21,8 +22,10 @@ inline constexpr float kSyncBnLearningRate = 0.005f;
 
 // `many` runs the N replicas, `one` the single one (on one compute thread);
 // `sync` sets ContextOptions::sync_batch_norm on both; `many_threads` is the
-// CPU compute pool's thread count while the N replicas step.
+// CPU compute pool's thread count while the N replicas step; both sides lay
+// their activations out in `format` (ContextOptions::memory_format).
 SyncBnDifference sync_bn_difference(const std::vector<Device>& many, Device one, bool sync, int steps,
-                                    float lr = kSyncBnLearningRate, int many_threads = 1);
+                                    float lr = kSyncBnLearningRate, int many_threads = 1,
+                                    MemoryFormat format = MemoryFormat::nchw);
 
 }  // namespace lockstep::testing

@@ -264,12 +264,14 @@ class Mpi(Compare, unittest.TestCase):
         # With --enable-recovery mpirun leaves the survivors running: lockstep's own collective
         # timeout (10 s here) must stop them, each naming the lost rank.
         # Open MPI 4.1's mpirun exits 0 in this mode even after MPI_Abort, so the proof is the
-        # survivors' own error lines (the first of them to print ends the job through MPI_Abort).
+        # survivors' own error lines and the job's end within the bound (the first of them to
+        # print ends the job through MPI_Abort). Not mpirun's "MPI_ABORT was invoked" banner:
+        # when both survivors abort at once its show_help can fail to unpack ("Data unpack would
+        # read past end of buffer") and print nothing, as it did in one CI run.
         rc, out, seconds = self.kill_rank_mid_epoch(["--enable-recovery"])
         self.assertLess(seconds, 10 + 15, out)
         self.assertRegex(out, r"lockstep: error: process [02] of 3 on .*did not complete within 10000 ms: "
                               r"lost rank 1 \(pid \d+ on [^)]*\) is gone", out)
-        self.assertIn("MPI_ABORT was invoked", out)
         self.assert_checkpoint_resumes()
 
     def test_only_the_first_process_writes(self):

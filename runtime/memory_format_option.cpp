@@ -8,9 +8,12 @@ MemoryFormat parse_memory_format(std::string_view text, std::string_view what) {
   return parse_named_value(text, what, {MemoryFormat::nchw, MemoryFormat::nhwc}, memory_format_name);
 }
 
+MemoryFormat default_memory_format(Precision precision, Device device) {
+  return precision == Precision::bf16 && device.is_cuda() ? MemoryFormat::nhwc : MemoryFormat::nchw;
+}
+
 MemoryFormat resolve_memory_format(const ContextOptions& options, Device device) {
-  if (options.memory_format) return *options.memory_format;
-  return options.precision == Precision::bf16 && device.is_cuda() ? MemoryFormat::nhwc : MemoryFormat::nchw;
+  return options.memory_format ? *options.memory_format : default_memory_format(options.precision, device);
 }
 
 }  // namespace lockstep

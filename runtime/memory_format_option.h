@@ -15,13 +15,15 @@ namespace lockstep {
 // and the valid names otherwise.
 MemoryFormat parse_memory_format(std::string_view text, std::string_view what = "memory format");
 
-// The format a Context on `device` with `options` lays its activations out
-// in: options.memory_format when given; otherwise channels-last (nhwc) for
-// bf16 on a CUDA device, nchw for every other precision and on the CPU.
-// bf16 on a GPU follows PyTorch AMP with channels_last and NVIDIA's guidance
+// The format used when none is given: channels-last (nhwc) for bf16 on a
+// CUDA device, nchw for every other precision and on the CPU. bf16 on a GPU follows PyTorch AMP with channels_last and NVIDIA's guidance
 // for tensor cores (cuDNN's documentation: it may transpose NCHW tensors to
 // NHWC to reach its tensor-core convolutions, a cost channels-last saves).
 // The CPU computes NHWC on NCHW copies, so it keeps nchw in every precision.
+MemoryFormat default_memory_format(Precision precision, Device device);
+
+// The format a Context on `device` with `options` lays its activations out
+// in: options.memory_format when given, default_memory_format otherwise.
 MemoryFormat resolve_memory_format(const ContextOptions& options, Device device);
 
 }  // namespace lockstep

@@ -66,7 +66,7 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   // On a GPU in that precision, also the memory format it trained in (the
   // summation orders differ between formats there; on the CPU they do not,
   // and its default, nchw, skips the conversions). Otherwise the default
-  // for the precision and device (resolve_memory_format).
+  // for the precision and device (default_memory_format).
   if (s.precision.empty() && !meta("memory_format").empty() && devices[0].is_cuda())
     replica_options.context.memory_format = parse_memory_format(meta("memory_format"), "the checkpoint's memory format");
   ReplicaManager replicas(factory, devices, replica_options);

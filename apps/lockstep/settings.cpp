@@ -27,11 +27,8 @@ void apply_defaults(TrainSettings& s, Device device, const std::vector<std::stri
   auto set = [&](const char* flag, auto& field, auto value) {
     if (!was_given(given, flag)) field = value;
   };
-  if (!was_given(given, "--memory-format")) {
-    ContextOptions options;  // the library's rule, applied to what this run trains with
-    options.precision = parse_precision(s.precision, "--precision");
-    s.memory_format = memory_format_name(resolve_memory_format(options, device));
-  }
+  if (!was_given(given, "--memory-format"))  // the library's rule, for what this run trains with
+    s.memory_format = memory_format_name(default_memory_format(parse_precision(s.precision, "--precision"), device));
   if (device.is_cuda()) {
     set("--model", s.model, std::string("resnet18"));
     set("--epochs", s.epochs, int64_t(15));

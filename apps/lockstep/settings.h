@@ -59,7 +59,7 @@ struct TrainSettings {
   // nchw or nhwc (runtime/memory_format_option.h): how the activations lie
   // (ContextOptions::memory_format); the weights, checkpoints and
   // predictions do not change. Not given, apply_defaults sets the library's
-  // default for the precision and device (resolve_memory_format: nhwc for
+  // default for the precision and device (default_memory_format: nhwc for
   // bf16 on a GPU, nchw otherwise). Saved as resolved, so --resume continues
   // in the same format.
   std::string memory_format;

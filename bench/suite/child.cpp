@@ -82,7 +82,7 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
   options.context.sync_timing = true;  // phase clocks read after the device finished
   // bf16 on a GPU runs the library's bf16 path (bf16 activations), never an
   // fp32 step under a bf16 label, in the library's default memory format:
-  // channels-last there (resolve_memory_format), as the PyTorch AMP peer
+  // channels-last there (default_memory_format), as the PyTorch AMP peer
   // (and cuDNN's tensor-core kernels) lay the images out.
   options.context.precision = parse_precision(precision(o));
   options.processes = processes;

@@ -36,9 +36,7 @@ SuiteResult run_roofline(const Options& given) {
   // it), from the graph's memory plan and as one buffer per node; computed,
   // not allocated.
   const DType stored = prec == "bf16" ? DType::bf16 : DType::f32;
-  ContextOptions gpu_context;
-  gpu_context.precision = parse_precision(prec);
-  const MemoryFormat format = resolve_memory_format(gpu_context, Device::cuda(0));
+  const MemoryFormat format = default_memory_format(parse_precision(prec), Device::cuda(0));
   const int64_t planned_bytes = graph->memory_plan(o.batch, PlanKind::train, true, format, stored).bytes();
   const int64_t unplanned_bytes = graph->memory_plan(o.batch, PlanKind::train, false, format, stored).bytes();
   const int64_t eval_bytes = graph->memory_plan(o.batch, PlanKind::eval, true, format, stored).bytes();

@@ -1,4 +1,4 @@
-# The CPU convolution on oneDNN (issue 18). LOCKSTEP_DNNL: AUTO (the default)
+# The CPU convolution on oneDNN. LOCKSTEP_DNNL: AUTO (the default)
 # builds it in when CMake finds Debian's libdnnl-dev, ON requires it, OFF
 # leaves it out (the ThreadSanitizer build: oneDNN runs on libgomp, whose
 # barriers TSan cannot see). Without it the CPU convolution is the im2col +
@@ -10,13 +10,26 @@ if(_lockstep_dnnl STREQUAL "ON")
   find_package(dnnl CONFIG REQUIRED)
   find_package(OpenMP REQUIRED COMPONENTS CXX)
 elseif(_lockstep_dnnl STREQUAL "AUTO")
-  find_package(dnnl CONFIG QUIET)
-  find_package(OpenMP QUIET COMPONENTS CXX)
+  # Probed apart first (cmake/LockstepProbePackage.cmake): a oneDNN whose own
+  # config fails (Debian's wants OpenCL's headers) is left out, not fatal.
+  lockstep_probe_package(dnnl _dnnl_usable _dnnl_why CONFIG)
+  if(_dnnl_usable)
+    find_package(dnnl CONFIG QUIET)
+    find_package(OpenMP QUIET COMPONENTS CXX)
+    if(dnnl_FOUND AND NOT TARGET DNNL::dnnl)
+      set(dnnl_FOUND FALSE)
+      message(STATUS "lockstep: oneDNN found but unusable (its package defines no target DNNL::dnnl); the CPU convolution is im2col + OpenBLAS")
+      set(_dnnl_reported TRUE)
+    endif()
+  elseif(NOT _dnnl_why STREQUAL "")
+    message(STATUS "lockstep: oneDNN found but unusable (${_dnnl_why}); the CPU convolution is im2col + OpenBLAS")
+    set(_dnnl_reported TRUE)
+  endif()
 endif()
 if(dnnl_FOUND AND OpenMP_CXX_FOUND)
   set(LOCKSTEP_WITH_DNNL ON)
   message(STATUS "lockstep: oneDNN ${dnnl_VERSION} found, the CPU convolution runs on it")
-elseif(NOT _lockstep_dnnl STREQUAL "OFF")
+elseif(NOT _lockstep_dnnl STREQUAL "OFF" AND NOT _dnnl_reported)
   message(STATUS "lockstep: no oneDNN found, the CPU convolution is im2col + OpenBLAS (install libdnnl-dev)")
 endif()
 

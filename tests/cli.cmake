@@ -28,7 +28,10 @@ lockstep_cli_tests(test_cli_outputs.py CliOutputs
   test_skip_bad_images_applies_to_the_test_set
   test_max_image_pixels_and_argument_errors_name_the_option
   test_a_second_run_on_one_checkpoint_is_refused_naming_the_first
-  test_ctrl_c_twice_stops_at_once_and_keeps_the_checkpoint)
+  test_ctrl_c_twice_stops_at_once_and_keeps_the_checkpoint
+  test_pictures_never_overwrite_inputs_checkpoints_or_other_files
+  test_a_checkpoints_saved_picture_path_is_never_written
+  test_pictures_of_any_name_and_class_names_with_line_breaks_are_drawn)
 # Issue 16: models on image folders and CIFAR-10 files, --test-fraction, --time-limit, pictures, skipped files, predict.
 lockstep_cli_tests(test_cli.py Cli
   test_resnet50_trains_an_epoch_on_a_5_class_jpeg_folder_split_by_test_fraction

@@ -16,6 +16,7 @@ struct EvalSettings {
   int threads = 2;
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   std::string plot;  // confusion-matrix PNG
+  bool force = false;  // --plot may replace a file that is not a PNG (never the checkpoint or the data)
   bool skip_bad_images = false;
   std::string precision;  // empty: the one the checkpoint was trained in
 };

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "training/trainer.h"
 #include "layers/models.h"
+#include "preflight.h"
 #include "progress.h"
 #include "runtime/memory_format_option.h"
 #include "runtime/precision.h"
@@ -47,6 +48,10 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
     sets = data::open_dataset(data_path, options);
   }
   LS_CHECK(sets.test != nullptr, "no test set found at ", data_path, " (trained without one)");
+  // The confusion matrix may replace a PNG, never the checkpoint, the data or
+  // a file of another kind (unless --force): checked before the evaluation.
+  if (!s.plot.empty())
+    check_picture_output(s.plot, "--plot", {{s.checkpoint, "--checkpoint"}, {data_path, "--data"}}, s.force);
   data::Normalization norm;
   if (extra.count("normalization")) norm = normalization_from_json(extra.at("normalization"));
   auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads, s.skip_bad_images);

@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--max-image-pixels", eval.max_image_pixels, "refuse images declaring more pixels")
       ->check(CLI::PositiveNumber);
   eval_cmd->add_option("--plot", eval.plot, "write the confusion matrix as this PNG");
+  eval_cmd->add_flag("--force", eval.force, "let --plot replace a file that is not a PNG (never an input)");
   eval_cmd->add_flag("--skip-bad-images", eval.skip_bad_images, "skip undecodable images, report them");
   eval_cmd->add_option("--precision", eval.precision, "fp32, tf32 or bf16 (default: the one the checkpoint trained in)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));

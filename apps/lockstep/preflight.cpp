@@ -1,5 +1,6 @@
 #include "preflight.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,27 @@ bool is_metrics_file(const std::string& path) {
   return first.is_object() && first.contains("type") && first["type"].is_string();
 }
 
+bool is_png_file(const std::string& path) {
+  static const char signature[8] = {'\x89', 'P', 'N', 'G', '\r', '\n', '\x1a', '\n'};
+  std::ifstream in(path, std::ios::binary);
+  char head[8] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == sizeof head && std::equal(head, head + sizeof head, signature);
+}
+
+namespace {
+
+OutputFile picture(const std::string& path, const std::string& option) {
+  return OutputFile{path, option, "a PNG picture", is_png_file};
+}
+
+}  // namespace
+
+void check_picture_output(const std::string& path, const std::string& option, const std::vector<InputPath>& inputs,
+                          bool force) {
+  check_output_file(picture(path, option), inputs, force);
+}
+
 void check_outputs(const TrainSettings& s) {
   const std::vector<InputPath> inputs = {{s.data, "--data"}, {s.test_data, "--test-data"}};
   OutputFile checkpoint{s.checkpoint, "--checkpoint", "a lockstep checkpoint", is_checkpoint_file};
@@ -28,6 +50,14 @@ void check_outputs(const TrainSettings& s) {
     check_output_file(metrics, inputs, s.force);
     outputs.push_back(metrics);
   }
+  // The curve: --plot, or beside the checkpoint under its name with .png
+  // (so `--checkpoint m.png` names the curve's file too, and is refused).
+  const OutputFile curve = picture(curve_path(s), s.plot.empty() ? "the training curve (--plot)" : "--plot");
+  check_output_file(curve, inputs, s.force);
+  outputs.push_back(curve);
+  // The lock the run takes next to its checkpoint (training/checkpoint_lock.h)
+  // is an output too: no other output may name it.
+  outputs.push_back(OutputFile{s.checkpoint + ".lock", "the checkpoint's lock file", "a lock file", nullptr});
   check_distinct_outputs(outputs);
 }
 

@@ -1,15 +1,17 @@
 #pragma once
 // What `lockstep train` checks before its first step, so that nothing it
 // would find out only at the end of an epoch costs the epoch, and nothing it
-// writes destroys a file: the checkpoint and metrics paths (writable, not an
-// input, not a file of another kind unless --force), and the test set
-// (readable, of the training set's shape and classes).
+// writes destroys a file: the checkpoint, metrics and training-curve paths
+// (writable, not an input, not each other, not a file of another kind unless
+// --force), and the test set (readable, of the training set's shape and
+// classes).
 #include <memory>
 #include <string>
 
 #include "data/dataset.h"
 #include "runtime/batch_source.h"
 #include "settings.h"
+#include "training/output_files.h"
 
 namespace lockstep::app {
 
@@ -17,8 +19,17 @@ namespace lockstep::app {
 // JSON object with a "type").
 bool is_metrics_file(const std::string& path);
 
-// --checkpoint and --metrics (after the defaults are applied).
+// True when `path` starts with PNG's signature.
+bool is_png_file(const std::string& path);
+
+// --checkpoint, --metrics and the training curve (after the defaults are applied).
 void check_outputs(const TrainSettings& s);
+
+// A picture lockstep will draw at `path` (`option` names it in errors): a
+// regular file, not one of `inputs`, a PNG already or empty or absent unless
+// `force`.
+void check_picture_output(const std::string& path, const std::string& option, const std::vector<InputPath>& inputs,
+                          bool force);
 
 // The test set against the training set, and its first batch read through
 // the loader evaluation will use.

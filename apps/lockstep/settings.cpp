@@ -1,5 +1,7 @@
 #include "settings.h"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <exception>
 #include <sstream>
@@ -48,6 +50,11 @@ void apply_defaults(TrainSettings& s, Device device, const std::vector<std::stri
   }
 }
 
+std::string curve_path(const TrainSettings& s) {
+  if (!s.plot.empty()) return s.plot;
+  return std::filesystem::path(s.checkpoint).replace_extension(".png").string();
+}
+
 std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
   return {{"data", s.data},
           {"test_data", s.test_data},
@@ -67,7 +74,6 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"test_limit", std::to_string(s.test_limit)},
           {"drop_last", s.drop_last ? "1" : "0"},
           {"test_fraction", exact(s.test_fraction)},
-          {"plot", s.plot},
           {"sync_bn", s.sync_bn ? "1" : "0"},
           {"precision", s.precision},
           {"memory_format", s.memory_format}};
@@ -104,7 +110,10 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("test_limit", "--test-limit", [&](const std::string& v) { s.test_limit = std::stoll(v); });
   take("drop_last", "--drop-last", [&](const std::string& v) { s.drop_last = v == "1"; });
   take("test_fraction", "--test-fraction", [&](const std::string& v) { s.test_fraction = std::stod(v); });
-  take("plot", "--plot", [&](const std::string& v) { s.plot = v; });
+  // No output path is taken from a checkpoint (the checksum does not cover
+  // its metadata, and an edited one must not choose what a run overwrites):
+  // a resumed run draws its curve at --plot or beside its checkpoint. Older
+  // checkpoints' "plot" entry is ignored.
   take("sync_bn", "--sync-bn", [&](const std::string& v) { s.sync_bn = v == "1"; });
   take("precision", "--precision", [&](const std::string& v) {
     parse_precision(v, "--precision");  // a value this build does not know is the checkpoint's error

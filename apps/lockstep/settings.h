@@ -46,7 +46,7 @@ struct TrainSettings {
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // images declaring more are refused
   double test_fraction = 0.1;   // a single class folder: the share of each class held out for testing
   std::string time_limit;       // "10m", "1h", "20s": stop, evaluate and checkpoint past it (empty: none)
-  std::string plot;             // training-curve PNG (empty: beside the checkpoint)
+  std::string plot;             // training-curve PNG (empty: beside the checkpoint); not saved
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
   double bucket_mb = 25.0;      // gradient all-reduce bucket size (MiB); results do not depend on it
   double first_bucket_mb = 1.0; // the first bucket's, smaller so communication starts early in backward
@@ -72,6 +72,9 @@ struct TrainSettings {
 // precision, so the checkpoint and the check at the end of settling see the
 // format that trains.
 void apply_defaults(TrainSettings& s, Device device, const std::vector<std::string>& given);
+
+// The training-curve PNG: --plot, or the checkpoint's name with .png.
+std::string curve_path(const TrainSettings& s);
 
 // The settings as checkpoint metadata, and back (only those not in `given`).
 // Returns `given` plus the flags whose values came from the metadata, so the

@@ -100,12 +100,6 @@ bool was_given(const std::vector<std::string>& given, const char* flag) {
   return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
-// The training-curve PNG: --plot, or the checkpoint's name with .png.
-std::string curve_path(const TrainSettings& s) {
-  if (!s.plot.empty()) return s.plot;
-  return std::filesystem::path(s.checkpoint).replace_extension(".png").string();
-}
-
 // LOCKSTEP_COLLECTIVE_TIMEOUT (seconds): how long a replica waits at a
 // collective before it declares another replica or process lost.
 std::chrono::milliseconds collective_timeout() {

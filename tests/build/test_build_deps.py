@@ -36,13 +36,16 @@ def configure(source, build, *args):
     return r.returncode, r.stdout + r.stderr
 
 
-class OptionalPackages(unittest.TestCase):
+class InTemporaryFolder(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="lockstep-deps-")
         self.dir = self.tmp.name
 
     def tearDown(self):
         self.tmp.cleanup()
+
+
+class OptionalPackages(InTemporaryFolder):
 
     def plant(self, folder, name, text):
         path = os.path.join(self.dir, folder)
@@ -92,15 +95,8 @@ class OptionalPackages(unittest.TestCase):
         self.assertNotIn("MPI_CXX_HEADER_DIR:", cache)
 
 
-class CheckDeps(unittest.TestCase):
+class CheckDeps(InTemporaryFolder):
     """scripts/check-deps against planted CMakeCache.txt files."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="lockstep-check-deps-")
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
 
     def check(self, entries, packages=None):
         build = os.path.join(self.dir, "build")

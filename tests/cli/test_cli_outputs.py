@@ -241,6 +241,106 @@ class CliOutputs(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith("ck.tmp")], [], leftovers)
 
+    def test_pictures_never_overwrite_inputs_checkpoints_or_other_files(self):
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        labels = os.path.join(data, "t10k-labels-idx1-ubyte.gz")
+        base = ["train"] + ONE + ["--data", data]
+        ck, metrics = self.path("ck"), self.path("m.jsonl")
+        r = run(base + ["--checkpoint", ck, "--metrics", metrics], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        notes = self.path("notes.txt")
+        with open(notes, "w") as f:
+            f.write("precious\n")
+        kept = {p: read(p) for p in (ck, metrics, labels, notes)}
+
+        def unchanged():
+            for p, before in kept.items():
+                self.assertEqual(read(p), before, p)
+
+        # eval --plot: never the checkpoint or the data, whatever --force says;
+        # another kind of file only with --force.
+        evaluate = ["eval", "--checkpoint", ck, "--devices", "cpu", "--data", data, "--plot"]
+        for target, force, needles in ((ck, [], ["--plot " + ck, "the input --checkpoint"]),
+                                       (ck, ["--force"], ["--plot " + ck, "the input --checkpoint"]),
+                                       (labels, ["--force"], ["--plot " + labels, "--data " + data]),
+                                       (metrics, [], ["--plot " + metrics, "is not a PNG picture", "--force"]),
+                                       (notes, [], ["--plot " + notes, "is not a PNG picture"])):
+            with self.subTest(command="eval", target=target, force=force):
+                r = run(evaluate + [target] + force, self.tmp)
+                self.assert_refused(r, *needles)
+                unchanged()
+        # train's curve: --plot, or the checkpoint's name with .png.
+        for args, needles in (
+                (["--checkpoint", self.path("m.png")], ["--checkpoint " + self.path("m.png"),
+                                                       "the training curve (--plot) " + self.path("m.png"),
+                                                       "name the same file"]),
+                (["--checkpoint", ck, "--plot", labels, "--force"], ["--plot " + labels, "--data " + data]),
+                (["--checkpoint", ck, "--plot", notes], ["--plot " + notes, "is not a PNG picture"]),
+                (["--checkpoint", self.path("ck2"), "--metrics", self.path("m2.jsonl"), "--plot",
+                  self.path("m2.jsonl")], ["--metrics " + self.path("m2.jsonl"), "--plot", "name the same file"]),
+                (["--checkpoint", self.path("ck3"), "--plot", self.path("ck3.lock")],
+                 ["--plot " + self.path("ck3.lock"), "the checkpoint's lock file", "name the same file"]),
+                (["--checkpoint", self.path("ck4"), "--plot", "/dev/null"],
+                 ["--plot /dev/null", "not a regular file"])):
+            with self.subTest(command="train", args=args):
+                r = run(base + args, self.tmp)
+                self.assert_refused(r, *needles)
+                unchanged()
+        for name in ("m.png", "ck2", "ck3", "ck3.lock", "ck4"):
+            self.assertFalse(os.path.exists(self.path(name)), name)
+        # Told so, a picture replaces a file of another kind; a PNG it replaces anyway.
+        r = run(evaluate + [notes, "--force"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read(notes)[:8], b"\x89PNG\r\n\x1a\n")
+        r = run(evaluate + [notes], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_checkpoints_saved_picture_path_is_never_written(self):
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        ck = self.path("ck")
+        r = run(["train"] + ONE + ["--data", data, "--checkpoint", ck, "--plot", self.path("first.png")], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # An edited checkpoint naming another file as its picture (the
+        # metadata lies outside the checksum): resuming never writes it.
+        victim = self.path("victim.txt")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        blob = read(ck)
+        size = struct.unpack("<Q", blob[:8])[0]
+        header = json.loads(blob[8:8 + size])
+        self.assertNotIn("plot", header["__metadata__"])  # no output path is saved
+        header["__metadata__"]["plot"] = victim
+        encoded = json.dumps(header).encode()
+        encoded += b" " * ((8 - len(encoded) % 8) % 8)
+        with open(ck, "wb") as f:
+            f.write(struct.pack("<Q", len(encoded)) + encoded + blob[8 + size:])
+        r = run(["train", "--resume", ck, "--epochs", "2"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read(victim), b"precious\n")
+        self.assertIn("training curve: " + self.path("ck.png"), r.stdout)
+        self.assertEqual(read(self.path("ck.png"))[:4], b"\x89PNG")
+
+    def test_pictures_of_any_name_and_class_names_with_line_breaks_are_drawn(self):
+        data = self.path("photos")
+        write_image_folder(data, [b"two\nlines", b"it's", b"plain"], 12)
+        ck = self.path("ck")
+        curve = self.path("it's a \"curve\".png")
+        r = run(["train"] + ONE + ["--data", data, "--input", "1x8x8", "--checkpoint", ck, "--plot", curve],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("notice: no training-curve picture", r.stderr)
+        self.assertEqual(read(curve)[:4], b"\x89PNG")
+        confusion = self.path("$(touch pwned) it's.png")
+        e = run(["eval", "--checkpoint", ck, "--devices", "cpu", "--plot", confusion], self.tmp)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        self.assertEqual(read(confusion)[:4], b"\x89PNG")
+        self.assertFalse(os.path.exists(self.path("pwned")))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "pwned")))
+        # Nothing but the pictures, the checkpoint and the data is left behind.
+        self.assertEqual(sorted(os.listdir(self.tmp)), sorted(["photos", "ck", os.path.basename(curve),
+                                                              os.path.basename(confusion)]))
 
 if __name__ == "__main__":
     unittest.main()

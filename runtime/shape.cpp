@@ -55,6 +55,7 @@ std::optional<Shape> parse_chw(const std::string& text) {
   std::istringstream in(text);
   in >> c >> x1 >> h >> x2 >> w;
   if (in.fail() || x1 != 'x' || x2 != 'x' || c <= 0 || h <= 0 || w <= 0) return std::nullopt;
+  if (in.peek() != std::char_traits<char>::eof()) return std::nullopt;  // "3x8x8x8", "3x8x8px"
   return Shape{c, h, w};
 }
 

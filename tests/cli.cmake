@@ -32,6 +32,9 @@ lockstep_cli_tests(test_cli_outputs.py CliOutputs
   test_pictures_never_overwrite_inputs_checkpoints_or_other_files
   test_a_checkpoints_saved_picture_path_is_never_written
   test_pictures_of_any_name_and_class_names_with_line_breaks_are_drawn)
+lockstep_cli_tests(test_cli_arguments.py CliArguments
+  test_arguments_that_would_be_ignored_or_wrap_are_refused_naming_the_option
+  test_a_resume_that_would_be_another_run_is_refused_unless_forced)
 # Issue 16: models on image folders and CIFAR-10 files, --test-fraction, --time-limit, pictures, skipped files, predict.
 lockstep_cli_tests(test_cli.py Cli
   test_resnet50_trains_an_epoch_on_a_5_class_jpeg_folder_split_by_test_fraction

@@ -2,19 +2,45 @@
 // end in one line on stderr and a non-zero exit code (2 for bad arguments,
 // 1 for everything else).
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <limits>
 
-#include "commands.h"
 #include "base/error.h"
+#include "commands.h"
 
 using namespace lockstep::app;
+
+namespace {
+
+// A whole number written in digits alone, at most `max`: CLI11's own
+// conversion wraps "-1" and saturates 2^64 and beyond into an unsigned
+// option without a word.
+CLI::Validator whole_number(uint64_t max) {
+  return CLI::Validator(
+      [max](std::string& text) -> std::string {
+        const std::string bound = std::to_string(max);
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+          return "expected a whole number from 0 to " + bound + ", got " + text;
+        errno = 0;
+        const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+        if (errno == ERANGE || value > max) return text + " is above the largest allowed, " + bound;
+        return std::string();
+      },
+      "UINT");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lockstep: data-parallel training of image classifiers on every GPU of one machine"};
   app.require_subcommand(0, 1);
 
   TrainSettings train;
+  const CLI::Validator count = whole_number(std::numeric_limits<int64_t>::max());
   std::vector<std::pair<std::string, CLI::Option*>> train_flags;
   CLI::App* train_cmd = app.add_subcommand("train", "train a model (no argument: the default model on Fashion-MNIST)");
   auto flag = [&](CLI::Option* o, const std::string& name) {
@@ -27,11 +53,16 @@ int main(int argc, char** argv) {
            "--model", train.model,
            "mlp, simple-cnn, resnet18, resnet20, resnet50, vgg11-bn, vgg16, vgg16-bn, vgg-f or deep-cnn"),
        "--model");
-  flag(train_cmd->add_option("--epochs", train.epochs, "epochs to train")->check(CLI::PositiveNumber), "--epochs");
-  flag(train_cmd->add_option("--batch", train.batch, "global mini-batch size")->check(CLI::PositiveNumber), "--batch");
-  flag(train_cmd->add_option("--batch-per-device", train.batch_per_device, "mini-batch per replica (instead of --batch)")
-           ->check(CLI::PositiveNumber),
-       "--batch-per-device");
+  flag(train_cmd->add_option("--epochs", train.epochs, "epochs to train")->check(count)->check(CLI::PositiveNumber),
+       "--epochs");
+  flag(
+      train_cmd->add_option("--batch", train.batch, "global mini-batch size")->check(count)->check(CLI::PositiveNumber),
+      "--batch");
+  flag(
+      train_cmd->add_option("--batch-per-device", train.batch_per_device, "mini-batch per replica (instead of --batch)")
+          ->check(count)
+          ->check(CLI::PositiveNumber),
+      "--batch-per-device");
   flag(train_cmd->add_option("--lr", train.lr, "base learning rate")->check(CLI::PositiveNumber), "--lr");
   flag(train_cmd->add_flag("--scale-lr", train.scale_lr, "multiply the lr by the replica count (with --batch-per-device)"),
        "--scale-lr");
@@ -41,12 +72,10 @@ int main(int argc, char** argv) {
                            "batch-norm statistics over all replicas, all-reduced in forward (N replicas train as one)"),
        "--sync-bn");
   flag(train_cmd->add_option("--bucket-mb", train.bucket_mb,
-                             "gradient all-reduce bucket size in MiB (overlap with backward; results do not change)")
-           ->check(CLI::PositiveNumber),
+                             "gradient all-reduce bucket size in MiB (overlap with backward; results do not change)"),
        "--bucket-mb");
   flag(train_cmd->add_option("--first-bucket-mb", train.first_bucket_mb,
-                             "size in MiB of the first bucket, the last layers' gradients, sent early in backward")
-           ->check(CLI::PositiveNumber),
+                             "size in MiB of the first bucket, the last layers' gradients, sent early in backward"),
        "--first-bucket-mb");
   flag(train_cmd->add_flag("--cuda-graphs", train.cuda_graphs,
                            "GPU replicas capture a step into a CUDA graph and replay it while the batch size stays "
@@ -79,7 +108,9 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_option("--devices", train.devices, "all, cpu, or GPU ordinals like 0,1"), "--devices");
   flag(train_cmd->add_option("--replicas", train.replicas, "replicas on the one device given")->check(CLI::PositiveNumber),
        "--replicas");
-  flag(train_cmd->add_option("--seed", train.seed, "seed of initialisation, order and augmentation"), "--seed");
+  flag(train_cmd->add_option("--seed", train.seed, "seed of initialisation, order and augmentation")
+           ->check(whole_number(std::numeric_limits<uint64_t>::max())),
+       "--seed");
   flag(train_cmd->add_option("--checkpoint", train.checkpoint, "checkpoint written every epoch and on Ctrl-C"),
        "--checkpoint");
   flag(train_cmd->add_option("--resume", train.resume, "continue from this checkpoint"), "--resume");
@@ -88,9 +119,12 @@ int main(int argc, char** argv) {
        "--augment");
   flag(train_cmd->add_option("--input", train.input, "image folders: resize to CxHxW"), "--input");
   flag(train_cmd->add_option("--threads", train.threads, "loader threads")->check(CLI::PositiveNumber), "--threads");
-  flag(train_cmd->add_option("--limit", train.limit, "train on this many samples only")->check(CLI::NonNegativeNumber),
+  flag(train_cmd->add_option("--limit", train.limit, "train on this many samples only")
+           ->check(count)
+           ->check(CLI::NonNegativeNumber),
        "--limit");
   flag(train_cmd->add_option("--test-limit", train.test_limit, "test on this many samples only")
+           ->check(count)
            ->check(CLI::NonNegativeNumber),
        "--test-limit");
   bool no_dropout = false;

@@ -75,8 +75,29 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"drop_last", s.drop_last ? "1" : "0"},
           {"test_fraction", exact(s.test_fraction)},
           {"sync_bn", s.sync_bn ? "1" : "0"},
+          {"dropout", s.dropout ? "1" : "0"},
           {"precision", s.precision},
           {"memory_format", s.memory_format}};
+}
+
+std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::map<std::string, std::string>& meta) {
+  // What the run trains on and how its steps are drawn: changed, the resumed
+  // run is no longer the one it continues. (The learning rate, its schedule,
+  // the epoch count and the test set may change: that is what resuming is
+  // for.)
+  static const std::pair<const char*, const char*> keys[] = {
+      {"seed", "--seed"},           {"batch", "--batch"},
+      {"limit", "--limit"},         {"drop_last", "--drop-last"},
+      {"input", "--input"},         {"augment", "--augment"},
+      {"precision", "--precision"}, {"dropout", "--no-dropout"},
+      {"sync_bn", "--sync-bn"},     {"test_fraction", "--test-fraction"}};
+  const std::map<std::string, std::string> now = to_metadata(s);
+  std::vector<SettingChange> changes;
+  for (const auto& [key, flag] : keys) {
+    const auto saved = meta.find(key);
+    if (saved != meta.end() && now.at(key) != saved->second) changes.push_back({flag, key, saved->second, now.at(key)});
+  }
+  return changes;
 }
 
 std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
@@ -109,6 +130,7 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("limit", "--limit", [&](const std::string& v) { s.limit = std::stoll(v); });
   take("test_limit", "--test-limit", [&](const std::string& v) { s.test_limit = std::stoll(v); });
   take("drop_last", "--drop-last", [&](const std::string& v) { s.drop_last = v == "1"; });
+  take("dropout", "--no-dropout", [&](const std::string& v) { s.dropout = v == "1"; });
   take("test_fraction", "--test-fraction", [&](const std::string& v) { s.test_fraction = std::stod(v); });
   // No output path is taken from a checkpoint (the checksum does not cover
   // its metadata, and an edited one must not choose what a run overwrites):

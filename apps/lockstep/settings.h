@@ -76,6 +76,16 @@ void apply_defaults(TrainSettings& s, Device device, const std::vector<std::stri
 // The training-curve PNG: --plot, or the checkpoint's name with .png.
 std::string curve_path(const TrainSettings& s);
 
+// A setting of a resumed run that differs from its checkpoint's.
+struct SettingChange {
+  std::string flag;          // "--seed"
+  std::string key;           // "seed", the metadata's name
+  std::string saved, given;  // as the metadata writes them
+};
+// The settings whose change makes a resumed run another run (data drawn,
+// batch, seed, precision, model options), where `s` differs from `meta`.
+std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::map<std::string, std::string>& meta);
+
 // The settings as checkpoint metadata, and back (only those not in `given`).
 // Returns `given` plus the flags whose values came from the metadata, so the
 // machine's defaults fill only what is left.

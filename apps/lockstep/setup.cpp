@@ -4,8 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "data/dataset.h"
 #include "base/error.h"
+#include "data/dataset.h"
+#include "data/image_folder.h"
 #include "runtime/shape.h"
 
 namespace lockstep::app {
@@ -27,6 +28,12 @@ void parse_input_shape(const std::string& text, int64_t& channels, int64_t& heig
   const std::optional<Shape> shape = parse_chw(text);
   LS_CHECK(shape && ((*shape)[0] == 1 || (*shape)[0] == 3), "--input ", text,
            ": expected CxHxW with C 1 or 3, e.g. 3x32x32");
+  // A sample's pixels are allocated for every sample of a batch, and then
+  // some per layer: past what an image may declare (PIL's limit, the default
+  // --max-image-pixels) the allocation fails without saying which option.
+  LS_CHECK((*shape)[1] <= data::kDefaultMaxImagePixels / (*shape)[2], "--input ", text, ": ", (*shape)[1], "x",
+           (*shape)[2], " is more pixels than the ", data::kDefaultMaxImagePixels,
+           " an image may have (as PIL's limit); choose a smaller size");
   channels = (*shape)[0];
   height = (*shape)[1];
   width = (*shape)[2];

@@ -100,6 +100,53 @@ bool was_given(const std::vector<std::string>& given, const char* flag) {
   return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
+// Settings that are each valid but together mean nothing, or would be
+// ignored without a word.
+void validate_combinations(const TrainSettings& s, const std::vector<std::string>& given,
+                           const std::vector<Device>& devices) {
+  LS_CHECK(!(was_given(given, "--batch") && was_given(given, "--batch-per-device")),
+           "--batch (global) and --batch-per-device (per replica) say the same thing twice: give one of them");
+  LS_CHECK(!s.scale_lr || was_given(given, "--batch-per-device"),
+           "--scale-lr multiplies --lr by the replica count when the batch grows with it (--batch-per-device); "
+           "with a global --batch it would change nothing: give --batch-per-device or leave --scale-lr out");
+  LS_CHECK(!was_given(given, "--limit") || s.limit >= 1,
+           "--limit 0 trains on no sample: give at least 1 (without --limit, every sample trains)");
+  LS_CHECK(!was_given(given, "--test-limit") || s.test_limit >= 1,
+           "--test-limit 0 tests on no sample: give at least 1 (without --test-limit, every test sample counts)");
+  LS_CHECK(s.warmup_epochs <= static_cast<double>(s.epochs), "--warmup-epochs ", s.warmup_epochs,
+           " lasts beyond the run of ", s.epochs, " epochs: the learning rate would never reach --lr");
+  LS_CHECK(!s.nesterov || s.momentum > 0.0f, "--nesterov is a kind of momentum: it needs --momentum above 0");
+  LS_CHECK(!s.cuda_graphs || devices[0].is_cuda(),
+           "--cuda-graphs replays GPU steps from CUDA graphs; this run is on the CPU (--devices ", s.devices, ")");
+  constexpr double kMaxBucketMb = 1 << 20;  // 1 TiB: far above any GPU's memory
+  for (const auto& [value, flag] : {std::pair{s.bucket_mb, "--bucket-mb"}, {s.first_bucket_mb, "--first-bucket-mb"}})
+    LS_CHECK(std::isfinite(value) && value > 0.0 && value <= kMaxBucketMb, flag,
+             " must be a number of MiB above 0 "
+             "and at most ",
+             kMaxBucketMb, ", got ", value);
+}
+
+// A resumed run continues the checkpoint's run: a setting that would make it
+// another run (another seed, batch, precision...) is refused unless --force,
+// and said when forced. Mid-epoch, the batch and the samples cannot change
+// at all: the position in the epoch would no longer mean anything.
+void check_resume_changes(const TrainSettings& s, const CheckpointInfo& resume_info) {
+  const std::vector<SettingChange> changes = meaning_changes(s, resume_info.extra);
+  for (const SettingChange& c : changes) {
+    const bool epoch_shape = c.flag == "--batch" || c.flag == "--limit" || c.flag == "--drop-last";
+    LS_CHECK(!(epoch_shape && resume_info.batch_in_epoch > 0), "--resume ", s.resume, " stopped after batch ",
+             resume_info.batch_in_epoch, " of an epoch; ", c.flag, " cannot change mid-epoch (the checkpoint's ",
+             c.saved, ", given ", c.given, "): resume without it, or from a checkpoint written at an epoch's end");
+    // A flag without a value reads as the setting it switches: "--drop-last
+    // (drop_last 1)".
+    const bool switch_flag = c.flag == "--no-dropout" || c.flag == "--drop-last" || c.flag == "--sync-bn";
+    const std::string given = switch_flag ? c.flag + " (" + c.key + " " + c.given + ")" : c.flag + " " + c.given;
+    LS_CHECK(s.force, "--resume ", s.resume, ": ", given, " differs from the checkpoint's ", c.saved,
+             ", which would make the resumed run another run; leave it out to continue, or give --force to change it");
+    std::printf("resume: %s replaces the checkpoint's %s (--force)\n", given.c_str(), c.saved.c_str());
+  }
+}
+
 // LOCKSTEP_COLLECTIVE_TIMEOUT (seconds): how long a replica waits at a
 // collective before it declares another replica or process lost.
 std::chrono::milliseconds collective_timeout() {
@@ -163,6 +210,8 @@ std::vector<Device> settle_settings(TrainSettings& s, const std::vector<std::str
              s.batch_per_device, " times ", replicas, " replicas overflows");
   }
   validate(s);
+  validate_combinations(s, given, devices);
+  if (!s.resume.empty()) check_resume_changes(s, resume_info);
   if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size() * processes);
   if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
   return devices;
@@ -196,6 +245,9 @@ TrainData open_data(const TrainSettings& s, const std::vector<std::string>& give
   data_options.test_fraction = s.test_data.empty() ? s.test_fraction : 0.0;
   TrainData d;
   d.sets = data::open_dataset(s.data, data_options);
+  LS_CHECK(!was_given(given, "--input") || d.sets.format == data::DataFormat::image_folder, "--input ", s.input,
+           " resizes the images of a folder; ", s.data, " holds ", data::format_name(d.sets.format), " data of ",
+           d.sets.train->sample_shape().str(), " samples, which train at their own size: leave --input out");
   LS_CHECK(d.sets.split || !was_given(given, "--test-fraction"), "--test-fraction splits a single class folder, but ",
            s.data, d.sets.format == data::DataFormat::image_folder
                        ? std::string(" is already split into train and test folders")

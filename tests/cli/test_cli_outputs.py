@@ -70,7 +70,9 @@ def count_steps(path):
         return sum(1 for line in f if '"step"' in line)
 
 
-class CliOutputs(unittest.TestCase):
+class CliTestCase(unittest.TestCase):
+    """A temporary folder per test, and the check that a run was refused."""
+
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory(prefix="lockstep-outputs-")
         self.tmp = self.dir.name
@@ -89,6 +91,8 @@ class CliOutputs(unittest.TestCase):
             self.assertIn(needle, lines[0])
         self.assertNotIn("epoch 1/", r.stdout)  # refused before training
 
+
+class CliOutputs(CliTestCase):
     def test_outputs_never_overwrite_inputs_or_other_files(self):
         data = self.path("data")
         write_idx(data, 64, 8)

@@ -1,0 +1,87 @@
+"""End-to-end tests of what `lockstep train` refuses rather than accept in
+silence: arguments that are each valid but mean nothing together or would be
+ignored, numbers that wrap or saturate, and a --resume whose settings would
+make it another run. Run by CTest (tests/cli.cmake); each builds its own small
+IDX data set in a temporary folder.
+"""
+import os
+import unittest
+
+from test_cli_outputs import BIN, ONE, CliTestCase, read, run, write_idx
+
+
+class CliArguments(CliTestCase):
+    def data(self):
+        data = self.path("data")
+        if not os.path.exists(data):
+            write_idx(data, 64, 8)
+        return data
+
+    def test_arguments_that_would_be_ignored_or_wrap_are_refused_naming_the_option(self):
+        base = ["train"] + ONE + ["--data", self.data(), "--checkpoint", self.path("ck")]
+        cases = [
+            (["--input", "1x8x8x8"], "--input 1x8x8x8: expected CxHxW"),
+            (["--input", "1x8x8"], "--input 1x8x8 resizes the images of a folder"),
+            (["--input", "3x100000x100000"], "--input 3x100000x100000: 100000x100000 is more pixels than"),
+            (["--bucket-mb", "nan"], "--bucket-mb must be a number of MiB above 0"),
+            (["--bucket-mb", "1e300"], "--bucket-mb must be a number of MiB above 0"),
+            (["--first-bucket-mb", "inf"], "--first-bucket-mb must be a number of MiB above 0"),
+            (["--batch-per-device", "8"], "--batch (global) and --batch-per-device (per replica)"),
+            (["--scale-lr"], "--scale-lr multiplies --lr by the replica count"),
+            (["--seed", "-1"], "--seed: expected a whole number from 0 to 18446744073709551615, got -1"),
+            (["--seed", "18446744073709551616"], "18446744073709551616 is above the largest allowed"),
+            (["--seed", "99999999999999999999"], "99999999999999999999 is above the largest allowed"),
+            (["--limit", "0"], "--limit 0 trains on no sample"),
+            (["--limit", "-3"], "--limit: expected a whole number"),
+            (["--test-limit", "0"], "--test-limit 0 tests on no sample"),
+            (["--warmup-epochs", "5"], "--warmup-epochs 5 lasts beyond the run of 1 epochs"),
+            (["--cuda-graphs"], "--cuda-graphs replays GPU steps"),
+            (["--nesterov", "--momentum", "0"], "--nesterov is a kind of momentum"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                r = run(base + args, self.tmp)
+                lines = [l for l in r.stderr.splitlines() if l.strip()]
+                self.assertIn(r.returncode, (1, 2), r.stdout + r.stderr)
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn(needle, lines[0])
+                self.assertFalse(os.path.exists(self.path("ck")))
+        # The batch given twice (global and per replica) is refused too.
+        r = run(["train", "--devices", "cpu", "--model", "mlp", "--epochs", "1", "--data", self.data(),
+                 "--batch", "16", "--batch-per-device", "8", "--checkpoint", self.path("ck")], self.tmp)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("--batch (global) and --batch-per-device (per replica) say the same thing twice", r.stderr)
+        r = run(["train", "--devices", "cpu", "--model", "mlp", "--epochs", "1", "--data", self.data(),
+                 "--batch", "99999999999999999999", "--checkpoint", self.path("ck")], self.tmp)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("99999999999999999999 is above the largest allowed, 9223372036854775807", r.stderr)
+
+    def test_a_resume_that_would_be_another_run_is_refused_unless_forced(self):
+        ck = self.path("ck")
+        r = run(["train"] + ONE + ["--data", self.data(), "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = read(ck)
+        for args, needle in ((["--seed", "4"], "--seed 4 differs from the checkpoint's 3"),
+                             (["--precision", "fp32"], "--precision fp32 differs from the checkpoint's tf32"),
+                             (["--no-dropout"], "--no-dropout (dropout 0) differs from the checkpoint's 1"),
+                             (["--batch", "7", "--drop-last"], "--batch 7 differs from the checkpoint's 16"),
+                             (["--drop-last"], "--drop-last (drop_last 1) differs from the checkpoint's 0"),
+                             (["--limit", "32"], "--limit 32 differs from the checkpoint's 0")):
+            with self.subTest(args=args):
+                r = run(["train", "--resume", ck, "--epochs", "2"] + args, self.tmp)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn(needle, r.stderr)
+                self.assertIn("give --force to change it", r.stderr)
+                self.assertEqual(read(ck), before)
+        # Told so, it goes on and says what it changed; a change of what
+        # resuming is for (epochs, the learning rate) needs no word.
+        r = run(["train", "--resume", ck, "--epochs", "2", "--seed", "4", "--force"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("resume: --seed 4 replaces the checkpoint's 3 (--force)", r.stdout)
+        r = run(["train", "--resume", ck, "--epochs", "3", "--lr", "0.01"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("resume:", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

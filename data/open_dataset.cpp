@@ -1,5 +1,6 @@
 #include "data/open_dataset.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "data/cifar.h"
@@ -148,6 +149,9 @@ DataSets open_test_dataset(const std::string& path, const DataOptions& options,
   return sets;
 }
 
-std::string default_data_path() { return "/usr/share/datasets/fashion-mnist"; }
+std::string default_data_path() {
+  const char* env = std::getenv("LOCKSTEP_FASHION_MNIST");
+  return env != nullptr && *env != '\0' ? env : "/usr/share/datasets/fashion-mnist";
+}
 
 }  // namespace lockstep::data

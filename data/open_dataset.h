@@ -53,7 +53,9 @@ DataSets open_dataset(const std::string& path, const DataOptions& options = {});
 DataSets open_test_dataset(const std::string& path, const DataOptions& options = {},
                            const std::vector<std::string>& train_classes = {});
 
-// Debian's dataset-fashion-mnist: the default data set.
+// The default data set, Fashion-MNIST: the folder $LOCKSTEP_FASHION_MNIST
+// names when set (a machine without Debian's package, e.g. a GPU machine
+// given a copy), else Debian's dataset-fashion-mnist.
 std::string default_data_path();
 
 }  // namespace lockstep::data

@@ -18,7 +18,10 @@ namespace lockstep {
 
 struct ContextOptions {
   size_t workspace_limit_bytes = size_t(512) << 20;  // upper bound for conv workspaces
-  bool deterministic = false;  // pick deterministic algorithms only
+  // cuDNN's deterministic algorithms only, each the heuristics' choice for
+  // its shape rather than the fastest by timing: two contexts built alike
+  // then pick the same algorithms and compute the same bits on a real GPU.
+  bool deterministic = false;
   // runtime/precision.h. tf32, the default, lets cuDNN and cuBLAS use TF32
   // tensor-core math on a GPU (PyTorch's default for convolutions) and
   // computes in FP32 on the CPU; fp32 is strict on both.

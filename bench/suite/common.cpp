@@ -49,7 +49,10 @@ options (some suites):
   --threads T             CPU math threads, ours and PyTorch's (default: all hardware threads)
   --ranks LIST            allreduce: LocalCommunicator sizes (default 2, plus min(cores, 8) above 2 cores)
   --max-bytes N           allreduce: largest message (default 1 GB, quick 16 MB)
-  --python PATH --peer-script PATH   peers: interpreter with torch (/usr/bin/python3), peer script
+  --python PATH --peer-script PATH   peers: interpreter with torch (default: the first of
+                                     $LOCKSTEP_PEER_PYTHON, python3, /usr/bin/python3 that imports it,
+                                     one whose torch sees CUDA first on a GPU), peer script
+  --no-compile            peers: no torch.compile rows (each compiles for a minute or more)
   --tf32                  scaling, projection, peers on GPUs: TF32 math on both sides (default strict FP32)
   --precision fp32|tf32|bf16   peers, scaling, roofline: tf32 is --tf32; bf16 (mixed precision) runs the
                           PyTorch peer with AMP bf16 and channels_last; lockstep in its bf16 mode (NHWC on a GPU)
@@ -84,6 +87,7 @@ Options parse_options(int argc, char** argv, int first) {
     else if (a == "--json") o.json_path = value();
     else if (a == "--png") o.png_path = value();
     else if (a == "--quick") o.quick = true;
+    else if (a == "--no-compile") o.no_compile = true;
     else if (a == "--replicas-max") o.replicas_max = static_cast<int>(parse_int(a, value()));
     else if (a == "--busbw") o.busbw = parse_double(a, value());
     else if (a == "--data") o.data = value();

@@ -30,6 +30,7 @@ struct Options {
   std::string json_path;
   std::string png_path;
   bool quick = false;
+  bool no_compile = false;       // peers: leave out the torch.compile rows (compiling takes a minute or more)
   int replicas_max = 0;
   double busbw = 370.0;          // GB/s
   std::string data;
@@ -42,7 +43,7 @@ struct Options {
   int threads = 0;               // CPU math threads (OpenBLAS, torch.set_num_threads)
   std::vector<int> ranks;        // allreduce: LocalCommunicator sizes
   int64_t max_bytes = 0;         // allreduce: largest message
-  std::string python = "/usr/bin/python3";
+  std::string python;            // peers: empty finds one (peers.cpp: $LOCKSTEP_PEER_PYTHON, python3, /usr/bin/python3)
   std::string peer_script;
   bool tf32 = false;             // peers and scaling on GPUs: TF32 math on both sides
   std::string precision;         // fp32 | tf32 | bf16; empty: tf32 with --tf32, else fp32 (precision())

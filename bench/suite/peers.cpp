@@ -1,5 +1,5 @@
 // peers: our training step against PyTorch's (bench/peers/pytorch_train.py,
-// run with the system Python) on the same model, batch and synthetic data, in
+// run with the Python that has torch: see find_peer_python) on the same model, batch and synthetic data, in
 // the same run, reported as our images/s over PyTorch's. The two networks are
 // checked to be the same by their parameter counts, which the peer reports.
 // On a GPU PyTorch runs with cuDNN benchmark mode, with and without
@@ -9,8 +9,10 @@
 // with bf16 activations, channels-last, as the AMP peer; on the CPU by
 // rounding to bf16 in fp32 storage (a reference, not a speed mode). On a GPU
 // every measured step is also given over the roofline bound (gpu_peaks.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "child.h"
 #include "gpu_peaks.h"
@@ -19,6 +21,61 @@
 #include "suites.h"
 
 namespace lockstep::bench {
+
+namespace {
+
+// The interpreter of the PyTorch rows: --python as given, else the first of
+// $LOCKSTEP_PEER_PYTHON, python3 on PATH and /usr/bin/python3 that imports
+// torch, one whose torch sees CUDA first when a GPU is measured (a GPU
+// machine's PyTorch is often not the system Python's). `tried` says why each
+// one before it was passed over, for the rows' absence to name.
+struct PeerPython {
+  std::string path;  // empty: none imports torch
+  json torch;        // {"torch": version, "cuda": bool} of the chosen one
+  std::vector<std::string> tried;
+};
+
+PeerPython find_peer_python(const std::string& given, bool want_cuda) {
+  std::vector<std::string> candidates;
+  if (!given.empty()) candidates = {given};
+  else {
+    if (const char* env = std::getenv("LOCKSTEP_PEER_PYTHON"); env != nullptr && *env != '\0')
+      candidates.push_back(env);
+    for (const char* c : {"python3", "/usr/bin/python3"})
+      if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) candidates.push_back(c);
+  }
+  PeerPython found;
+  PeerPython without_cuda;
+  for (const std::string& python : candidates) {
+    json probe = run_json_command(
+        {python, "-c", "import json, torch; print(json.dumps({'torch': torch.__version__, 'cuda': torch.cuda.is_available()}))"});
+    if (failed(probe)) {
+      found.tried.push_back(python + ": cannot import torch (" + probe["error"].get<std::string>().substr(0, 80) + ")");
+      continue;
+    }
+    if (want_cuda && !probe.value("cuda", false)) {
+      found.tried.push_back(python + ": torch " + probe["torch"].get<std::string>() + " sees no CUDA device");
+      if (without_cuda.path.empty()) without_cuda = {python, probe, {}};
+      continue;
+    }
+    found.path = python;
+    found.torch = probe;
+    return found;
+  }
+  if (!without_cuda.path.empty()) {
+    without_cuda.tried = found.tried;
+    return without_cuda;
+  }
+  return found;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const std::string& p : parts) text += (text.empty() ? "" : "; ") + p;
+  return text;
+}
+
+}  // namespace
 
 SuiteResult run_peers(const Options& given) {
   Options o = given;
@@ -47,7 +104,7 @@ SuiteResult run_peers(const Options& given) {
                      {"batch", o.batch},         {"steps", o.steps},   {"warmup", o.warmup},
                      {"threads", threads},       {"python", o.python}, {"peer_script", o.peer_script},
                      {"devices", device_list(targets)}, {"tf32", o.tf32}, {"precision", prec},
-                     {"quick", o.quick}};
+                     {"quick", o.quick}, {"no_compile", o.no_compile}};
   result.table = Table({"device", "engine", "settings", "parameters", "step ms", "images/s", "lockstep / PyTorch",
                         "step / bound"});
   // Measured step time over the roofline bound of this model and batch on
@@ -63,13 +120,21 @@ SuiteResult run_peers(const Options& given) {
     return fmt("%.2fx", ratio);
   };
 
-  // Whether the interpreter can run the peer at all, so that a missing torch
-  // reads as such rather than as a failed run.
-  json probe = run_json_command({o.python, "-c", "import json, torch; print(json.dumps({'torch': torch.__version__}))"});
-  const bool have_torch = !failed(probe);
-  result.settings["torch"] = have_torch ? probe["torch"] : json(nullptr);
+  // Whether an interpreter can run the peer at all, so that a missing torch
+  // reads as such rather than as a failed run, never as rows silently absent.
+  const PeerPython peer_python = find_peer_python(o.python, gpu);
+  const bool have_torch = !peer_python.path.empty();
+  o.python = peer_python.path;
+  result.settings["python"] = have_torch ? json(o.python) : json(nullptr);
+  result.settings["torch"] = have_torch ? peer_python.torch["torch"] : json(nullptr);
+  if (!peer_python.tried.empty()) result.settings["python_passed_over"] = peer_python.tried;
   if (!have_torch)
-    result.skipped.push_back("PyTorch rows: " + o.python + " cannot import torch (Debian: python3-torch; or --python)");
+    result.skipped.push_back("PyTorch rows: no interpreter imports torch (" + joined(peer_python.tried) +
+                             "; set LOCKSTEP_PEER_PYTHON or --python)");
+  if (have_torch && gpu && o.no_compile) result.skipped.push_back("PyTorch torch.compile rows: --no-compile");
+  if (have_torch && gpu && !peer_python.torch.value("cuda", false))
+    result.skipped.push_back("PyTorch rows on GPUs: " + o.python + "'s torch sees no CUDA device (" +
+                             joined(peer_python.tried) + "; set LOCKSTEP_PEER_PYTHON or --python)");
 
   std::vector<std::string> labels;
   Series bars{"images/s", {}, {}};
@@ -112,6 +177,7 @@ SuiteResult run_peers(const Options& given) {
     if (device.is_cpu()) runs = {{bf16, false}};
     else if (bf16) runs = {{true, false}, {true, true}};
     else runs = {{false, false}, {true, false}, {true, true}};
+    if (o.no_compile) std::erase_if(runs, [](const PeerRun& r) { return r.compile; });
     for (const PeerRun& run : have_torch ? runs : std::vector<PeerRun>{}) {
       const bool channels_last = run.channels_last;
       std::vector<std::string> argv{o.python,      o.peer_script, "--model",   o.model,

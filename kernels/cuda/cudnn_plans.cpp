@@ -155,15 +155,24 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
            " (raise ContextOptions::workspace_limit_bytes, or allow non-deterministic algorithms)");
 
   Perf best = candidates.front();
-  // Timing on the real shapes, with scratch the search may use freely: the
-  // workspace, and the output when the op's own must not be overwritten.
+  // Deterministic: the heuristics' first deterministic algorithm, untimed.
+  // A timed search can rank two algorithms differently from one context to
+  // the next, and different algorithms round differently, so two contexts
+  // (two runs, two replica managers) would not agree bit for bit; the
+  // heuristics answer the same for the same shape on the same device.
+  // Otherwise timing on the real shapes, with scratch the search may use
+  // freely: the workspace, and the output when the op's own must not be
+  // overwritten.
   Scratch scratch(state), scratch_output(state);
-  bool have_scratch = true;
-  try {
-    scratch.allocate(most_workspace);
-    if (!buffers.output) scratch_output.allocate(Dir::output_elements(plan.geometry) * cudnn_element_bytes(plan.type));
-  } catch (const Error&) {
-    have_scratch = false;  // short of memory: keep the heuristics' choice
+  bool have_scratch = !options.deterministic;
+  if (have_scratch) {
+    try {
+      scratch.allocate(most_workspace);
+      if (!buffers.output)
+        scratch_output.allocate(Dir::output_elements(plan.geometry) * cudnn_element_bytes(plan.type));
+    } catch (const Error&) {
+      have_scratch = false;  // short of memory: keep the heuristics' choice
+    }
   }
   if (have_scratch) {
     void* output = buffers.output ? buffers.output : scratch_output.ptr;

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -67,17 +69,22 @@ constexpr size_t kSegmentRounding = 2 * kMiB;
 constexpr size_t kSmallRest = 512, kLargeRest = kMiB;
 // Every block starts on a multiple of this (cudaMalloc gives 256).
 constexpr size_t kAlignment = 512;
-// On the emulated device under ASan every block is a cudaMalloc of its own,
-// reused only for the same binned size: the emulator allocates each from the
-// host heap with redzones, so a kernel running off the end of a tensor is
-// reported, which it would not be inside a shared segment. (Poisoning free
-// blocks instead would report stream-ordered reuse, where a block is freed
-// while queued work on the same stream still reads it, as an error.)
+// Every block a cudaMalloc of its own, reused only for the same binned size,
+// on the emulated device under ASan and wherever LOCKSTEP_CUDA_ALLOCATOR is
+// `per-block`: the emulator allocates each from the host heap with redzones,
+// and compute-sanitizer's memcheck checks each cudaMalloc's bounds, so a
+// kernel running off the end of a tensor is reported, which it would not be
+// inside a shared segment. (Poisoning free blocks instead would report
+// stream-ordered reuse, where a block is freed while queued work on the same
+// stream still reads it, as an error.)
+bool split_segments() {
 #if LOCKSTEP_EMULATED_GPU && defined(__SANITIZE_ADDRESS__)
-constexpr bool kSplitSegments = false;
+  return false;
 #else
-constexpr bool kSplitSegments = true;
+  static const bool split = !cuda_allocator_per_block_mode(std::getenv("LOCKSTEP_CUDA_ALLOCATOR"));
+  return split;
 #endif
+}
 
 size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * step; }
 
@@ -227,7 +234,7 @@ private:
     Block probe;
     probe.size = size;
     auto it = blocks.lower_bound(&probe);
-    if (it == blocks.end() || (!kSplitSegments && (*it)->size != size)) return nullptr;
+    if (it == blocks.end() || (!split_segments() && (*it)->size != size)) return nullptr;
     Block* block = *it;
     blocks.erase(it);
     return block;
@@ -236,7 +243,7 @@ private:
   // A new segment for the calling thread, as one free block not yet in any
   // pool; nullptr when the device is out of memory.
   Block* new_segment_locked(size_t size, bool small) {
-    size_t segment = !kSplitSegments          ? size
+    size_t segment = !split_segments()        ? size
                      : small                   ? kSmallSegment
                      : size <= kMediumRequest ? kMediumSegment
                      : size > kHuge           ? size
@@ -257,7 +264,7 @@ private:
   // Keeps `size` bytes of `block`; a rest worth keeping becomes a free block.
   void split_locked(Block* block, size_t size) {
     size_t rest = block->size - size;
-    if (!kSplitSegments || rest < (block->small ? kSmallRest : kLargeRest)) return;
+    if (!split_segments() || rest < (block->small ? kSmallRest : kLargeRest)) return;
     auto* tail = new Block;
     tail->ptr = block->ptr + size;
     tail->size = rest;
@@ -568,6 +575,12 @@ CudaAllocatorStats cuda_allocator_stats(int device) { return device_allocator(de
 
 size_t cuda_pinned_held_blocks() { return pinned_allocator()->held_blocks(); }
 
-bool cuda_allocator_splits_segments() { return kSplitSegments; }
+bool cuda_allocator_splits_segments() { return split_segments(); }
+
+bool cuda_allocator_per_block_mode(const char* value) {
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "segments") == 0) return false;
+  if (std::strcmp(value, "per-block") == 0) return true;
+  LS_FAIL("LOCKSTEP_CUDA_ALLOCATOR=", value, ": expected per-block or segments");
+}
 
 }  // namespace lockstep

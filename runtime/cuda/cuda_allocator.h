@@ -89,8 +89,14 @@ struct CudaAllocatorStats {
 CudaAllocatorStats cuda_allocator_stats(int device);
 // Freed pinned blocks still waiting for their copies.
 size_t cuda_pinned_held_blocks();
-// False on the emulated device under ASan, where every block is a cudaMalloc
-// of its own so that overruns are reported (see cuda_allocator.cpp).
+// False where every block is a cudaMalloc of its own so that overruns are
+// reported (see cuda_allocator.cpp): on the emulated device under ASan, and
+// in a process started with LOCKSTEP_CUDA_ALLOCATOR=per-block (for
+// compute-sanitizer's memcheck).
 bool cuda_allocator_splits_segments();
+// What LOCKSTEP_CUDA_ALLOCATOR's value asks for: true for `per-block`, false
+// when unset, empty or `segments` (the default); anything else throws,
+// naming the variable.
+bool cuda_allocator_per_block_mode(const char* value);
 
 }  // namespace lockstep

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <numeric>
 
 #include "data/idx.h"
@@ -74,6 +75,23 @@ TEST_CASE("Fashion-MNIST pixels and labels equal what Python's gzip module reads
   double sum = 0;
   for (float p : pixels) sum += p;
   REQUIRE(sum * 255.0 == Approx(76247.0).epsilon(1e-6));
+}
+
+TEST_CASE("the default data set is the folder LOCKSTEP_FASHION_MNIST names, else Debian's", "[data][idx]") {
+  const char* before = std::getenv("LOCKSTEP_FASHION_MNIST");
+  const std::string saved = before ? before : "";
+  TempDir dir;
+  write_small_idx(dir, true);
+  REQUIRE(setenv("LOCKSTEP_FASHION_MNIST", dir.path().c_str(), 1) == 0);
+  CHECK(default_data_path() == dir.path().string());
+  DataSets sets = open_dataset(default_data_path());
+  CHECK(sets.train->size() == 6);
+  CHECK(sets.test->size() == 3);
+  REQUIRE(setenv("LOCKSTEP_FASHION_MNIST", "", 1) == 0);
+  CHECK(default_data_path() == "/usr/share/datasets/fashion-mnist");
+  REQUIRE(unsetenv("LOCKSTEP_FASHION_MNIST") == 0);
+  CHECK(default_data_path() == "/usr/share/datasets/fashion-mnist");
+  if (before) setenv("LOCKSTEP_FASHION_MNIST", saved.c_str(), 1);
 }
 
 TEST_CASE("idx: gzip and raw files give the same data set", "[data][idx]") {

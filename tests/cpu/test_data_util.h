@@ -4,6 +4,8 @@
 #include <stb/stb_image_write.h>
 #include <zlib.h>
 
+#include "data/open_dataset.h"
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -104,14 +106,15 @@ inline std::vector<uint8_t> read_all(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Debian's dataset-fashion-mnist, which scripts/setup installs.
+// Fashion-MNIST: $LOCKSTEP_FASHION_MNIST when set (the GPU kit's subset),
+// else Debian's dataset-fashion-mnist, which scripts/setup installs.
 inline std::string fashion_mnist_dir() {
-  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  const std::string dir = lockstep::data::default_data_path();
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                            "t10k-labels-idx1-ubyte.gz"})
     if (!fs::exists(fs::path(dir) / name))
       FAIL("Fashion-MNIST is missing: " << (fs::path(dir) / name).string()
-                                         << " not found; install Debian's dataset-fashion-mnist (scripts/setup)");
+                                         << " not found; install Debian's dataset-fashion-mnist (scripts/setup) or set LOCKSTEP_FASHION_MNIST");
   return dir;
 }
 

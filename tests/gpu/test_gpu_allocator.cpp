@@ -1,7 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/allocator.h"
 #include "runtime/cuda/cuda_allocator.h"
@@ -10,6 +15,8 @@
 #include "runtime/tensor.h"
 
 using namespace lockstep;
+
+extern char** environ;
 
 TEST_CASE("gpu allocator reuses a freed block of the same bin without growing", "[gpu][allocator]") {
   auto alloc = allocator_for(Device::cuda(0));
@@ -116,4 +123,59 @@ TEST_CASE("gpu copies and fills move every byte between host and devices", "[gpu
 
 TEST_CASE("gpu tensors on a device that does not exist are refused by name", "[gpu][allocator]") {
   REQUIRE_THROWS_WITH(Tensor::empty(Shape{4}, Device::cuda(63)), Catch::Contains("cuda:63"));
+}
+
+TEST_CASE("LOCKSTEP_CUDA_ALLOCATOR selects per-block or segments and refuses anything else",
+          "[gpu][allocator]") {
+  CHECK_FALSE(cuda_allocator_per_block_mode(nullptr));
+  CHECK_FALSE(cuda_allocator_per_block_mode(""));
+  CHECK_FALSE(cuda_allocator_per_block_mode("segments"));
+  CHECK(cuda_allocator_per_block_mode("per-block"));
+  CHECK_THROWS_WITH(cuda_allocator_per_block_mode("per_block"),
+                    Catch::Contains("LOCKSTEP_CUDA_ALLOCATOR=per_block") && Catch::Contains("per-block or segments"));
+}
+
+// Run by the next test in a child process started with
+// LOCKSTEP_CUDA_ALLOCATOR=per-block (the mode is read once per process).
+TEST_CASE("gpu allocator in per-block mode gives every block a cudaMalloc of its own",
+          "[.][allocator-per-block]") {
+  REQUIRE_FALSE(cuda_allocator_splits_segments());
+  auto alloc = cuda_allocator_for(0);
+  alloc->release_cached();
+  const CudaAllocatorStats before = cuda_allocator_stats(0);
+  // Two small blocks: with segments they would share one 2 MiB segment.
+  void* a = alloc->allocate(1000);
+  void* b = alloc->allocate(1000);
+  CHECK(cuda_allocator_stats(0).segments == before.segments + 2);
+  CHECK(cuda_allocator_stats(0).reserved_bytes == before.reserved_bytes + 2 * 1024);
+  alloc->deallocate(b, 1000);
+  // A freed block serves its own binned size only: a larger request gets a new one...
+  void* c = alloc->allocate(3000);
+  CHECK(c != b);
+  CHECK(cuda_allocator_stats(0).segments == before.segments + 3);
+  // ...and the same size gets it back.
+  void* d = alloc->allocate(1000);
+  CHECK(d == b);
+  CHECK(cuda_allocator_stats(0).segments == before.segments + 3);
+  for (auto [p, n] : {std::pair<void*, size_t>{a, 1000}, {c, 3000}, {d, 1000}}) alloc->deallocate(p, n);
+  alloc->release_cached();
+  CHECK(cuda_allocator_stats(0).segments == before.segments);
+}
+
+TEST_CASE("a process started with LOCKSTEP_CUDA_ALLOCATOR=per-block allocates every block alone",
+          "[gpu][allocator]") {
+  std::vector<std::string> env_text{"LOCKSTEP_CUDA_ALLOCATOR=per-block"};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "LOCKSTEP_CUDA_ALLOCATOR=", 24) != 0) env_text.emplace_back(*e);
+  std::vector<char*> env;
+  for (std::string& e : env_text) env.push_back(e.data());
+  env.push_back(nullptr);
+  std::string self = "/proc/self/exe", spec = "[allocator-per-block]", warn = "--warn", no_tests = "NoTests";
+  std::vector<char*> argv{self.data(), spec.data(), warn.data(), no_tests.data(), nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv.data(), env.data()) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

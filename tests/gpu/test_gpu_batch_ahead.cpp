@@ -37,6 +37,9 @@ struct Outcome {
 Outcome train(const std::string& name, const Shape& sample, int devices, bool ahead) {
   ReplicaOptions options;
   options.bucket_bytes = 1024;
+  // Compared bit for bit with another manager: the same cuDNN algorithms on both
+  // (ContextOptions::deterministic), whatever a timed search would rank first.
+  options.context.deterministic = true;
   ReplicaManager manager(named_model(name, sample, ModelOptions{.dropout = false}, 3),
                          cuda_devices(devices), options);
   std::vector<HostBatch> batches;

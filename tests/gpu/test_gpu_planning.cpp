@@ -38,6 +38,9 @@ struct RunResult {
 RunResult run(const std::string& name, const Shape& sample, bool plan, bool sync_bn) {
   ReplicaOptions options;
   options.bucket_bytes = 1024;
+  // Compared bit for bit with another manager: the same cuDNN algorithms on both
+  // (ContextOptions::deterministic), whatever a timed search would rank first.
+  options.context.deterministic = true;
   options.plan_new_shapes = plan;
   options.context.sync_batch_norm = sync_bn;
   ReplicaManager manager(

@@ -38,6 +38,9 @@ std::shared_ptr<data::InMemoryDataset> patterned_set() {
 std::unique_ptr<ReplicaManager> make_manager(int devices) {
   ReplicaOptions options;
   options.bucket_bytes = 1024;
+  // Compared bit for bit with another manager: the same cuDNN algorithms on both
+  // (ContextOptions::deterministic), whatever a timed search would rank first.
+  options.context.deterministic = true;
   return std::make_unique<ReplicaManager>(named_model("small-cnn", Shape{1, 12, 12}, ModelOptions{.dropout = false}, 3),
                                           cuda_devices(devices), options);
 }

@@ -1,6 +1,7 @@
 #include "preflight.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -33,10 +34,21 @@ OutputFile picture(const std::string& path, const std::string& option) {
   return OutputFile{path, option, "a PNG picture", is_png_file};
 }
 
+// A picture may go into a folder that does not exist yet: it is made, as
+// gnuplot::draw_png would make it, before the checks that need it.
+void make_picture_folder(const std::string& path, const std::string& option) {
+  const std::filesystem::path folder = std::filesystem::absolute(path).parent_path();
+  std::error_code ec;
+  if (std::filesystem::exists(folder, ec)) return;
+  std::filesystem::create_directories(folder, ec);
+  LS_CHECK(!ec, option, " ", path, ": cannot make the folder ", folder.string(), " (", ec.message(), ")");
+}
+
 }  // namespace
 
 void check_picture_output(const std::string& path, const std::string& option, const std::vector<InputPath>& inputs,
                           bool force) {
+  make_picture_folder(path, option);
   check_output_file(picture(path, option), inputs, force);
 }
 
@@ -53,6 +65,7 @@ void check_outputs(const TrainSettings& s) {
   // The curve: --plot, or beside the checkpoint under its name with .png
   // (so `--checkpoint m.png` names the curve's file too, and is refused).
   const OutputFile curve = picture(curve_path(s), s.plot.empty() ? "the training curve (--plot)" : "--plot");
+  make_picture_folder(curve.path, curve.option);
   check_output_file(curve, inputs, s.force);
   outputs.push_back(curve);
   // The lock the run takes next to its checkpoint (training/checkpoint_lock.h)

@@ -13,22 +13,6 @@ namespace lockstep {
 
 namespace {
 
-struct Target {
-  std::string name;  // ours: torchvision's
-  Shape shape;
-  Tensor tensor;
-};
-
-// The model's parameters and running statistics (what a state dict holds).
-std::vector<Target> model_tensors(Model& model) {
-  std::vector<Target> out;
-  ParameterArenas& a = model.arenas();
-  for (size_t i = 0; i < a.entries().size(); ++i) out.push_back({a.entries()[i].name, a.entries()[i].shape, a.param(i)});
-  for (const ParamEntry& e : model.state_entries())
-    out.push_back({e.name, e.shape, model.state_arena().view(e.offset, e.shape)});
-  return out;
-}
-
 std::string model_name_of(const std::string& spec) { return spec.substr(0, spec.find(' ')); }
 
 bool is_vgg(const std::string& model_name) { return model_name.rfind("tv-vgg", 0) == 0; }
@@ -132,10 +116,10 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights) {
   if (in_file.count("head.fc.weight") || in_file.count("pre_logits.fc1.weight")) result.names = StateDictNames::timm;
   result.head = head_of(model_name, result.names);
 
-  std::vector<Target> targets = model_tensors(model);
+  std::vector<StateTensor> targets = model_state_tensors(model);  // named as torchvision's
   // The classifier: another class count (the same feature count) is a new head.
   const Shape* ours_head = nullptr;
-  for (const Target& t : targets)
+  for (const StateTensor& t : targets)
     if (file_tensor(t.name, t.shape, result.names, vgg).first == result.head + ".weight") ours_head = &t.shape;
   auto head_weight = in_file.find(result.head + ".weight"), head_bias = in_file.find(result.head + ".bias");
   if (ours_head && head_weight != in_file.end() && head_bias != in_file.end()) {
@@ -147,7 +131,7 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights) {
 
   std::string problems;
   std::map<std::string, bool> used;
-  for (const Target& t : targets) {
+  for (const StateTensor& t : targets) {
     const auto [name, shape] = file_tensor(t.name, t.shape, result.names, vgg);
     used[name] = true;
     if (result.head_reinitialised && (name == result.head + ".weight" || name == result.head + ".bias")) continue;
@@ -165,7 +149,7 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights) {
   LS_CHECK(problems.empty(), "pretrained weights ", path, " do not fit model '", model.spec(), "' (",
            result.names == StateDictNames::timm ? "timm" : "torchvision", " names):", problems);
 
-  for (Target& t : targets) {
+  for (StateTensor& t : targets) {
     const std::string name = file_tensor(t.name, t.shape, result.names, vgg).first;
     if (result.head_reinitialised && (name == result.head + ".weight" || name == result.head + ".bias")) continue;
     t.tensor.copy_from(Tensor::from_vector(t.shape, in_file.at(name)->values));

@@ -31,6 +31,12 @@ struct PredictSettings {
 };
 int run_predict(const PredictSettings& settings);
 
+struct ExportSettings {
+  std::string checkpoint, output;
+  std::string format = "torchvision";  // or timm: the tensors' names
+};
+int run_export(const ExportSettings& settings);
+
 int run_info();
 
 }  // namespace lockstep::app

@@ -157,11 +157,101 @@ void deep_cnn(Graph& g, const std::string& from, int64_t classes) {
   classifier_head(g, classes);
 }
 
+// torchvision's ImageNet architectures, node for node under torchvision's
+// module names, so that a node's parameters are named as the state dict's
+// tensors ("layer1.0.conv1.weight", "features.0.bias", "bn1.running_mean"):
+// training/pretrained.h loads and exports them by name. ReLUs fused into a
+// batch norm have no node of their own.
+
+// torchvision's BasicBlock (expansion 1) or Bottleneck (x4, stride on the
+// 3x3: ResNet v1.5), with downsample.0/.1 (1x1 conv + bn) where the shape changes.
+int64_t tv_block(Graph& g, const std::string& name, std::string& x, int64_t in_channels, int64_t width, int stride,
+                 bool bottleneck) {
+  const int64_t out_channels = bottleneck ? 4 * width : width;
+  auto conv = [&](const std::string& conv_name, const std::string& input, int64_t channels, int kernel, int s) {
+    return g.add(name + "." + conv_name,
+                 std::make_unique<Conv2d>(channels, kernel, s, kernel / 2, false, Init::fan_out_normal), {input});
+  };
+  std::string last_conv;
+  if (bottleneck) {
+    conv("conv1", x, width, 1, 1);
+    const std::string a = g.then(name + ".bn1", BatchNorm2d::with_relu());
+    conv("conv2", a, width, 3, stride);
+    const std::string b = g.then(name + ".bn2", BatchNorm2d::with_relu());
+    last_conv = conv("conv3", b, out_channels, 1, 1);
+  } else {
+    conv("conv1", x, width, 3, stride);
+    const std::string a = g.then(name + ".bn1", BatchNorm2d::with_relu());
+    last_conv = conv("conv2", a, width, 3, 1);
+  }
+  std::string skip = x;
+  if (stride != 1 || in_channels != out_channels) {
+    conv("downsample.0", x, out_channels, 1, stride);
+    skip = g.then(name + ".downsample.1", std::make_unique<BatchNorm2d>());
+  }
+  x = g.add(name + (bottleneck ? ".bn3" : ".bn2"), BatchNorm2d::with_add_relu(), {last_conv, skip});
+  return out_channels;
+}
+
+void tv_resnet(Graph& g, const std::string& from, const std::vector<int>& blocks, bool bottleneck, int64_t classes) {
+  g.add("conv1", std::make_unique<Conv2d>(64, 7, 2, 3, false, Init::fan_out_normal), {from});
+  g.then("bn1", BatchNorm2d::with_relu());
+  std::string x = g.then("maxpool", std::make_unique<MaxPool2d>(3, 2, 1));
+  int64_t in = 64;
+  const std::vector<int64_t> widths = {64, 128, 256, 512};
+  for (size_t s = 0; s < widths.size(); ++s)
+    for (int b = 0; b < blocks[s]; ++b)
+      in = tv_block(g, "layer" + std::to_string(s + 1) + "." + std::to_string(b), x, in, widths[s],
+                    (s > 0 && b == 0) ? 2 : 1, bottleneck);
+  g.then("avgpool", std::make_unique<GlobalAvgPool>());
+  g.then("flatten", std::make_unique<Flatten>());
+  g.then("fc", std::make_unique<Linear>(classes));
+}
+
+// torchvision's VGG: features.N as its nn.Sequential numbers them (conv,
+// [bn,] relu per convolution, a 2x2 max pool per 'M'; the convolutions keep
+// their bias even before batch norm), avgpool (adaptive, to 7x7), then
+// classifier.0/3/6 linear with ReLU and dropout(0.5) between. The adaptive
+// pool is left out where the features already end at 7x7 (224x224 inputs),
+// where it is the identity: there the model runs on a GPU too.
+void tv_vgg(Graph& g, const std::string& from, const Shape& input, bool batch_norm, int64_t classes,
+            const ModelOptions& options, const std::string& name) {
+  LS_CHECK(std::min(input[1], input[2]) >= 32, "model ", name, " takes inputs of at least 32x32 (its five 2x2 max ",
+           "pools), got ", input.str());
+  std::string x = from;
+  int index = 0;
+  int64_t h = input[1], w = input[2];
+  for (int64_t c : vgg16_convs) {
+    if (c == 0) {
+      x = g.then("features." + std::to_string(index++), std::make_unique<MaxPool2d>(2, 2));
+      h /= 2, w /= 2;
+      continue;
+    }
+    g.add("features." + std::to_string(index++), std::make_unique<Conv2d>(c, 3, 1, 1, true, Init::fan_out_normal),
+          {x});
+    if (batch_norm) {
+      x = g.then("features." + std::to_string(index++), BatchNorm2d::with_relu());
+      ++index;  // the ReLU, fused into the batch norm
+    } else {
+      x = g.then("features." + std::to_string(index++), std::make_unique<ReLU>());
+    }
+  }
+  if (h != 7 || w != 7) g.then("avgpool", std::make_unique<AdaptiveAvgPool2d>(7, 7));
+  g.then("flatten", std::make_unique<Flatten>());
+  for (int i : {0, 3}) {
+    g.then("classifier." + std::to_string(i), std::make_unique<Linear>(4096, true, Init::fan_in_normal));
+    g.then("classifier." + std::to_string(i + 1), std::make_unique<ReLU>());
+    if (options.dropout) g.then("classifier." + std::to_string(i + 2), std::make_unique<Dropout>(0.5f));
+  }
+  g.then("classifier.6", std::make_unique<Linear>(classes));
+}
+
 }  // namespace
 
 std::vector<std::string> model_names() {
   return {"mlp",      "simple-cnn", "small-cnn", "resnet18", "resnet20", "resnet50",
-          "vgg11-bn", "vgg16",      "vgg16-bn", "vgg-f",    "deep-cnn"};
+          "vgg11-bn", "vgg16",      "vgg16-bn", "vgg-f",    "deep-cnn",
+          "tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-vgg16", "tv-vgg16-bn"};
 }
 
 std::string model_spec(const std::string& name, const Shape& input, int64_t classes, const ModelOptions& options) {
@@ -223,6 +313,13 @@ void add_model_layers(Graph& g, const std::string& name, const std::string& from
     vgg_classifier(g, {4096, 4096, 1024, 256}, classes, options);
   } else if (name == "deep-cnn") {
     deep_cnn(g, from, classes);
+  } else if (name == "tv-resnet18" || name == "tv-resnet34") {
+    tv_resnet(g, from, name == "tv-resnet18" ? std::vector<int>{2, 2, 2, 2} : std::vector<int>{3, 4, 6, 3}, false,
+              classes);
+  } else if (name == "tv-resnet50") {
+    tv_resnet(g, from, {3, 4, 6, 3}, true, classes);
+  } else if (name == "tv-vgg16" || name == "tv-vgg16-bn") {
+    tv_vgg(g, from, input, name == "tv-vgg16-bn", classes, options, name);
   } else {
     std::string known;
     for (auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;

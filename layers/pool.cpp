@@ -69,4 +69,26 @@ void GlobalAvgPool::backward(Context& ctx, const std::vector<Tensor>&, const Ten
     ops::global_avg_pool_backward(ctx, output_grad, input_grads[0], grad_modes[0] == GradMode::add);
 }
 
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(int64_t out_h, int64_t out_w) : out_h_(out_h), out_w_(out_w) {
+  LS_CHECK(out_h >= 1 && out_w >= 1, "adaptive_avgpool2d: output size ", out_h, "x", out_w, " must be at least 1x1");
+}
+
+Shape AdaptiveAvgPool2d::output_shape(const std::vector<Shape>& inputs) const {
+  LS_CHECK(inputs.size() == 1, describe(*this, inputs), "takes one input");
+  LS_CHECK(inputs[0].rank() == 3 && inputs[0].numel() > 0, describe(*this, inputs),
+           "the input must be [C, H, W] with no zero extent");
+  return Shape{inputs[0][0], out_h_, out_w_};
+}
+
+void AdaptiveAvgPool2d::forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode,
+                                const StepInfo&) {
+  ops::adaptive_avg_pool2d_forward(ctx, inputs[0], output);
+}
+
+void AdaptiveAvgPool2d::backward(Context& ctx, const std::vector<Tensor>&, const Tensor&, const Tensor& output_grad,
+                                 std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) {
+  if (input_grads[0].defined())
+    ops::adaptive_avg_pool2d_backward(ctx, output_grad, input_grads[0], grad_modes[0] == GradMode::add);
+}
+
 }  // namespace lockstep

@@ -57,4 +57,24 @@ public:
   bool backward_reads_output() const override { return false; }
 };
 
+// [C, H, W] -> [C, out_h, out_w] as PyTorch's AdaptiveAvgPool2d((out_h, out_w)):
+// output row i averages input rows floor(i*H/out_h) .. ceil((i+1)*H/out_h) - 1
+// (and columns alike), so any input size works, a smaller one by repeating
+// values. CPU only (no GPU kernel): on a GPU the first step fails naming it.
+class AdaptiveAvgPool2d final : public Layer {
+public:
+  AdaptiveAvgPool2d(int64_t out_h, int64_t out_w);
+  std::string type() const override { return "adaptive_avgpool2d"; }
+  Shape output_shape(const std::vector<Shape>& inputs) const override;
+  void forward(Context& ctx, const std::vector<Tensor>& inputs, Tensor& output, Mode mode,
+               const StepInfo& step) override;
+  void backward(Context& ctx, const std::vector<Tensor>& inputs, const Tensor& output, const Tensor& output_grad,
+                std::vector<Tensor>& input_grads, const std::vector<GradMode>& grad_modes) override;
+  bool backward_reads_input(size_t) const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
+private:
+  int64_t out_h_, out_w_;
+};
+
 }  // namespace lockstep

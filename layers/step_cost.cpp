@@ -1,5 +1,7 @@
 #include "layers/step_cost.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
@@ -124,6 +126,13 @@ StepCost step_cost(const Graph& graph, const StepCostOptions& options) {
       c.backward_data_flops = out * window;
       c.forward_bytes = in * a + out * a;
       c.backward_bytes = out * a + (type == "maxpool2d" ? in * a : 0.0) + dx_bytes;
+    } else if (type == "adaptive_avgpool2d") {
+      // Every input value lands in at least one window and every output has
+      // one: about max(in, out) adds each way (windows overlap by at most a row).
+      c.forward_flops = std::max(in, out);
+      c.backward_data_flops = std::max(in, out);
+      c.forward_bytes = in * a + out * a;
+      c.backward_bytes = out * a + dx_bytes;
     } else if (type == "global_avgpool") {
       c.forward_flops = in;
       c.backward_data_flops = in;

@@ -44,4 +44,5 @@ lockstep_cli_tests(test_cli.py Cli
   test_training_curve_png_is_redrawn_after_every_epoch
   test_skip_bad_images_names_every_skipped_file_in_train_and_test
   test_split_folder_names_and_ambiguous_layouts
-  test_predict_takes_folders_and_writes_json_lines)
+  test_predict_takes_folders_and_writes_json_lines
+  test_init_from_an_export_fine_tunes_with_a_new_head_and_refusals_name_the_problem)

@@ -41,3 +41,31 @@ foreach(_group ops golden)
     FIXTURES_REQUIRED torch_refs LABELS cpu TIMEOUT 300
     ENVIRONMENT "LOCKSTEP_TORCH_REFERENCES=${_torch_refs}")
 endforeach()
+
+# torchvision's resnet18, resnet50 and vgg16 loaded with --init's loader and
+# exported back (tests/torch/pretrained_oracle.py, tests/cpu/test_pretrained.cpp):
+# the script writes their state dicts and logits, the [torch][pretrained] cases
+# compare ours and write checkpoints, the script exports those with `lockstep
+# export` and loads them strictly into torchvision. Some 1.5 GB of files
+# (vgg16's), removed at the end. Needs Debian's python3-torchvision.
+execute_process(COMMAND ${LOCKSTEP_TORCH_PYTHON} -c "import torchvision"
+                RESULT_VARIABLE _torchvision_rc OUTPUT_QUIET ERROR_QUIET)
+if(NOT _torchvision_rc EQUAL 0)
+  message(STATUS "torchvision: ${LOCKSTEP_TORCH_PYTHON} cannot import it; the pretrained-weights tests are not registered")
+  return()
+endif()
+set(_pretrained ${CMAKE_CURRENT_BINARY_DIR}/torch_pretrained)
+set(_oracle ${CMAKE_CURRENT_SOURCE_DIR}/torch/pretrained_oracle.py)
+add_test(NAME torch_pretrained_write COMMAND ${LOCKSTEP_TORCH_PYTHON} ${_oracle} write ${_pretrained})
+set_tests_properties(torch_pretrained_write PROPERTIES FIXTURES_SETUP torch_pretrained LABELS cpu TIMEOUT 300
+  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+add_test(NAME torch_pretrained COMMAND lockstep_cpu_tests "[torch][pretrained]" --warn NoTests)
+set_tests_properties(torch_pretrained PROPERTIES FIXTURES_REQUIRED torch_pretrained
+  FIXTURES_SETUP torch_pretrained_checkpoints LABELS cpu TIMEOUT 300
+  ENVIRONMENT "LOCKSTEP_TORCH_PRETRAINED=${_pretrained}")
+add_test(NAME torch_pretrained_export COMMAND ${LOCKSTEP_TORCH_PYTHON} ${_oracle} check ${_pretrained})
+set_tests_properties(torch_pretrained_export PROPERTIES
+  FIXTURES_REQUIRED "torch_pretrained;torch_pretrained_checkpoints" LABELS cpu TIMEOUT 300
+  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>")
+add_test(NAME torch_pretrained_cleanup COMMAND ${CMAKE_COMMAND} -E rm -rf ${_pretrained})
+set_tests_properties(torch_pretrained_cleanup PROPERTIES FIXTURES_CLEANUP torch_pretrained LABELS cpu)

@@ -14,19 +14,10 @@ namespace {
 using json = nlohmann::json;
 constexpr const char* format_tag = "lockstep-checkpoint-1";
 
-struct NamedTensor {
-  std::string name;
-  Shape shape;
-  Tensor tensor;
-};
-
 // Every tensor a checkpoint holds, in a fixed order.
-std::vector<NamedTensor> checkpoint_tensors(Model& model) {
-  std::vector<NamedTensor> out;
+std::vector<StateTensor> checkpoint_tensors(Model& model) {
+  std::vector<StateTensor> out = model_state_tensors(model);
   ParameterArenas& a = model.arenas();
-  for (size_t i = 0; i < a.entries().size(); ++i) out.push_back({a.entries()[i].name, a.entries()[i].shape, a.param(i)});
-  for (const ParamEntry& e : model.state_entries())
-    out.push_back({e.name, e.shape, model.state_arena().view(e.offset, e.shape)});
   for (size_t i = 0; i < a.entries().size(); ++i)
     out.push_back({"momentum." + a.entries()[i].name, a.entries()[i].shape,
                    a.momentum.view(a.entries()[i].offset, a.entries()[i].shape)});
@@ -150,9 +141,18 @@ CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const s
 
 }  // namespace
 
+std::vector<StateTensor> model_state_tensors(Model& model) {
+  std::vector<StateTensor> out;
+  ParameterArenas& a = model.arenas();
+  for (size_t i = 0; i < a.entries().size(); ++i) out.push_back({a.entries()[i].name, a.entries()[i].shape, a.param(i)});
+  for (const ParamEntry& e : model.state_entries())
+    out.push_back({e.name, e.shape, model.state_arena().view(e.offset, e.shape)});
+  return out;
+}
+
 void save_checkpoint(const std::string& path, Model& model, const CheckpointInfo& info) {
   SafetensorsFile file;
-  for (const NamedTensor& t : checkpoint_tensors(model)) file.tensors.push_back({t.name, {t.shape, t.tensor.to_vector()}});
+  for (const StateTensor& t : checkpoint_tensors(model)) file.tensors.push_back({t.name, {t.shape, t.tensor.to_vector()}});
   file.metadata = {{"format", format_tag},
                    {"model", info.model_spec},
                    {"epoch", std::to_string(info.epoch)},
@@ -185,9 +185,9 @@ LoadedCheckpoint read_checkpoint(const std::string& path) {
 }
 
 void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path) {
-  std::vector<NamedTensor> targets = checkpoint_tensors(model);
+  std::vector<StateTensor> targets = checkpoint_tensors(model);
   std::string problems;
-  for (const NamedTensor& t : targets) {
+  for (const StateTensor& t : targets) {
     auto it = ck.tensors.find(t.name);
     if (it == ck.tensors.end())
       problems += "\n  missing tensor " + t.name + " " + t.shape.str();
@@ -196,12 +196,12 @@ void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path
   }
   for (auto& [name, value] : ck.tensors) {
     bool known = false;
-    for (const NamedTensor& t : targets) known = known || t.name == name;
+    for (const StateTensor& t : targets) known = known || t.name == name;
     if (!known) problems += "\n  unexpected tensor " + name + " " + value.first.str();
   }
   LS_CHECK(problems.empty(), "checkpoint ", path, " (model '", ck.info.model_spec, "') does not fit model '",
            model.spec(), "':", problems);
-  for (NamedTensor& t : targets) {
+  for (StateTensor& t : targets) {
     const auto& [shape, values] = ck.tensors.at(t.name);
     t.tensor.copy_from(Tensor::from_vector(shape, values));
   }

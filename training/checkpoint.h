@@ -25,6 +25,16 @@ struct CheckpointInfo {
   std::map<std::string, std::string> extra;  // anything else the caller wants back (settings)
 };
 
+// One of a model's tensors under its name ("<node>.<name>").
+struct StateTensor {
+  std::string name;
+  Shape shape;
+  Tensor tensor;
+};
+// The parameters, then the running statistics: what a PyTorch state dict
+// holds, and a checkpoint without the momentum.
+std::vector<StateTensor> model_state_tensors(Model& model);
+
 // Writes `model`'s tensors and `info` to `path` atomically.
 void save_checkpoint(const std::string& path, Model& model, const CheckpointInfo& info);
 

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -201,13 +204,38 @@ struct TensorEntry {
   std::string name;
   Shape shape;
   uint64_t begin = 0, end = 0;
+  std::string dtype;
 };
 
-TensorEntry tensor_entry(const std::string& name, const json& entry, const std::string& path) {
+// Bytes per element of safetensors' dtypes, 0 for a name it does not define.
+uint64_t dtype_bytes(const std::string& dtype) {
+  static const std::map<std::string, uint64_t> sizes = {
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"U64", 8}, {"I32", 4}, {"U32", 4},
+      {"I16", 2}, {"U16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h >> 15) << 31, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  float magnitude;
+  if (exponent == 0) magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
+  else if (exponent == 31) magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), int(exponent) - 25);
+  uint32_t bits;
+  std::memcpy(&bits, &magnitude, 4);
+  bits |= sign;
+  std::memcpy(&magnitude, &bits, 4);
+  return magnitude;
+}
+
+TensorEntry tensor_entry(const std::string& name, const json& entry, const std::string& path, bool any_dtype) {
   LS_CHECK(entry.is_object(), path, ": tensor ", name, " is described by ", entry.type_name(), ", not an object");
   for (const char* field : {"dtype", "shape", "data_offsets"})
     LS_CHECK(entry.contains(field), path, ": tensor ", name, " has no '", field, "'");
-  LS_CHECK(entry["dtype"] == "F32", path, ": tensor ", name, " has dtype ", entry["dtype"].dump(), ", expected F32");
+  const std::string dtype = entry["dtype"].is_string() ? entry["dtype"].get<std::string>() : entry["dtype"].dump();
+  LS_CHECK(any_dtype ? dtype_bytes(dtype) > 0 : dtype == "F32", path, ": tensor ", name, " has dtype ",
+           entry["dtype"].dump(), any_dtype ? ", not a safetensors dtype" : ", expected F32");
   const json& dims = entry["shape"];
   LS_CHECK(dims.is_array() && dims.size() <= Shape::max_rank, path, ": tensor ", name, " has shape ", dims.dump(),
            " (an array of at most ", Shape::max_rank, " extents is supported)");
@@ -221,10 +249,10 @@ TensorEntry tensor_entry(const std::string& name, const json& entry, const std::
   LS_CHECK(offsets.is_array() && offsets.size() == 2, path, ": tensor ", name, " has data_offsets ", offsets.dump(),
            ", not [begin, end]");
   TensorEntry out{name, shape_from(extents), header_integer(offsets[0], path, name, "a data offset"),
-                  header_integer(offsets[1], path, name, "a data offset")};
+                  header_integer(offsets[1], path, name, "a data offset"), dtype};
   LS_CHECK(out.begin <= out.end, path, ": tensor ", name, " has data_offsets [", out.begin, ", ", out.end,
            "] that end before they begin");
-  uint64_t bytes = 4;
+  uint64_t bytes = dtype_bytes(dtype);
   bool overflow = false;
   for (int64_t extent : extents) overflow = overflow || __builtin_mul_overflow(bytes, uint64_t(extent), &bytes);
   LS_CHECK(!overflow && bytes == out.end - out.begin, path, ": tensor ", name, " of shape ", dims.dump(), " has ",
@@ -234,7 +262,7 @@ TensorEntry tensor_entry(const std::string& name, const json& entry, const std::
 
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path, bool with_data) {
+SafetensorsFile read_safetensors(const std::string& path, bool with_data, bool any_dtype) {
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);
   LS_CHECK(!std::filesystem::is_directory(status), path, " is a folder, not a safetensors file");
@@ -263,7 +291,7 @@ SafetensorsFile read_safetensors(const std::string& path, bool with_data) {
   std::vector<TensorEntry> entries;
   for (auto& [key, value] : header.items()) {
     if (key != "__metadata__") {
-      entries.push_back(tensor_entry(key, value, path));
+      entries.push_back(tensor_entry(key, value, path, any_dtype));
       continue;
     }
     LS_CHECK(value.is_object(), path, ": __metadata__ is ", value.type_name(), ", not an object");
@@ -297,10 +325,24 @@ SafetensorsFile read_safetensors(const std::string& path, bool with_data) {
     LS_CHECK(static_cast<uint64_t>(in.gcount()) == data_size, path, " could not be read whole");
   }
   for (const TensorEntry& e : entries) {
-    HostTensor t{e.shape, {}};
-    if (with_data && e.end > e.begin) {  // no memcpy from or to the null pointer of an empty tensor
+    HostTensor t{e.shape, {}, e.dtype};
+    const bool half = e.dtype == "F16" || e.dtype == "BF16";
+    if (with_data && e.end > e.begin && (e.dtype == "F32" || half)) {  // no memcpy of an empty tensor's null pointer
       t.values.resize(static_cast<size_t>(e.shape.numel()));
-      std::memcpy(t.values.data(), data.data() + e.begin, e.end - e.begin);
+      if (!half) {
+        std::memcpy(t.values.data(), data.data() + e.begin, e.end - e.begin);
+      } else {
+        for (size_t i = 0; i < t.values.size(); ++i) {
+          uint16_t h;
+          std::memcpy(&h, data.data() + e.begin + 2 * i, 2);
+          if (e.dtype == "BF16") {
+            const uint32_t bits = uint32_t(h) << 16;
+            std::memcpy(&t.values[i], &bits, 4);
+          } else {
+            t.values[i] = half_to_float(h);
+          }
+        }
+      }
     }
     file.tensors.emplace_back(e.name, std::move(t));
   }

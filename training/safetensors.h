@@ -15,6 +15,9 @@ namespace lockstep {
 struct HostTensor {
   Shape shape;
   std::vector<float> values;
+  // The file's dtype. Read with any_dtype: F16 and BF16 values are converted
+  // to f32 exactly; other dtypes than those and F32 come with no values.
+  std::string dtype = "F32";
 };
 
 struct SafetensorsFile {
@@ -38,8 +41,9 @@ int remove_stale_temporaries(const std::string& path);
 // True when `text` is well-formed UTF-8 (what JSON text must be).
 bool valid_utf8(std::string_view text);
 // Reads and checks bounds and dtypes; throws an Error naming the file and what
-// is wrong. With `with_data` false only the metadata is read.
-SafetensorsFile read_safetensors(const std::string& path, bool with_data = true);
+// is wrong. With `with_data` false only the metadata is read. Tensors must
+// be F32 unless `any_dtype` (state dicts written by others: see HostTensor).
+SafetensorsFile read_safetensors(const std::string& path, bool with_data = true, bool any_dtype = false);
 
 // CRC-32 (zlib) of the tensor data in file order, as 8 hex digits.
 std::string tensor_data_crc32(const SafetensorsFile& file);

@@ -31,6 +31,13 @@ struct PredictSettings {
 };
 int run_predict(const PredictSettings& settings);
 
+struct ExportSettings {
+  std::string checkpoint, output;
+  std::string format = "torchvision";  // or timm: the tensors' names
+  bool force = false;  // the output may replace a file of another kind (never the checkpoint)
+};
+int run_export(const ExportSettings& settings);
+
 int run_info();
 
 }  // namespace lockstep::app

@@ -51,8 +51,15 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_option("--test-data", train.test_data, "separate test set"), "--test-data");
   flag(train_cmd->add_option(
            "--model", train.model,
-           "mlp, simple-cnn, resnet18, resnet20, resnet50, vgg11-bn, vgg16, vgg16-bn, vgg-f or deep-cnn"),
+           "mlp, simple-cnn, resnet18, resnet20, resnet50, vgg11-bn, vgg16, vgg16-bn, vgg-f or deep-cnn "
+           "(CIFAR-sized variants), or torchvision's ImageNet architectures exactly, for --init: tv-resnet18, "
+           "tv-resnet34, tv-resnet50, tv-vgg16 or tv-vgg16-bn"),
        "--model");
+  flag(train_cmd->add_option("--init", train.init,
+                             "start a tv-* model from these pretrained weights: a state dict in safetensors form with "
+                             "torchvision's or timm's names (F32, F16 or BF16); another class count re-initialises "
+                             "the classifier"),
+       "--init");
   flag(train_cmd->add_option("--epochs", train.epochs, "epochs to train")->check(count)->check(CLI::PositiveNumber),
        "--epochs");
   flag(
@@ -172,6 +179,18 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   predict_cmd->add_option("images", predict.images, "image files, or folders searched for images")->required();
 
+  ExportSettings export_settings;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "a tv-* checkpoint's weights as a state dict that torchvision's (or timm's) model loads strictly");
+  export_cmd->add_flag("--force", export_settings.force,
+                       "let the output replace a file that is not a safetensors file (never the checkpoint)");
+  export_cmd->add_option("--format", export_settings.format, "torchvision (the default) or timm names")
+      ->check(CLI::IsMember({"torchvision", "timm"}));
+  export_cmd->add_option("checkpoint", export_settings.checkpoint, "checkpoint of a tv-* model")->required();
+  export_cmd->add_option("output", export_settings.output,
+                         "the .safetensors file to write (class names: beside it, .classes.txt)")
+      ->required();
+
   app.add_subcommand("info", "devices and CUDA, driver, cuDNN and NCCL versions");
 
   try {
@@ -196,6 +215,7 @@ int main(int argc, char** argv) {
     }
     if (eval_cmd->parsed()) return run_eval(eval);
     if (predict_cmd->parsed()) return run_predict(predict);
+    if (export_cmd->parsed()) return run_export(export_settings);
     if (app.got_subcommand("info")) return run_info();
     std::printf("%s", app.help().c_str());
     return 0;

@@ -53,7 +53,7 @@ void check_picture_output(const std::string& path, const std::string& option, co
 }
 
 void check_outputs(const TrainSettings& s) {
-  const std::vector<InputPath> inputs = {{s.data, "--data"}, {s.test_data, "--test-data"}};
+  const std::vector<InputPath> inputs = {{s.data, "--data"}, {s.test_data, "--test-data"}, {s.init, "--init"}};
   OutputFile checkpoint{s.checkpoint, "--checkpoint", "a lockstep checkpoint", is_checkpoint_file};
   check_output_file(checkpoint, inputs, s.force);
   std::vector<OutputFile> outputs = {checkpoint};

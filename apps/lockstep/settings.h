@@ -33,6 +33,7 @@ struct TrainSettings {
   uint64_t seed = 1;
   std::string checkpoint;
   std::string resume;
+  std::string init;             // pretrained weights (safetensors state dict) a tv-* model starts from; not saved
   std::string metrics;
   std::string augment;          // "none" or "crop-flip"
   std::string input = "3x32x32"; // image folders: CxHxW the images are resized to

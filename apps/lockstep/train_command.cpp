@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <filesystem>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "distributed/world.h"
 #include "kernels/cpu/thread_pool.h"
 #include "training/checkpoint_lock.h"
+#include "training/pretrained.h"
 #include "training/trainer.h"
 #include "layers/models.h"
 #include "runtime/memory_format_option.h"
@@ -452,6 +454,8 @@ int run_and_report(const TrainSettings& s, const std::string& spec, const TrainD
 int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world) {
   // The first process alone prints progress and writes the metrics.
   const bool first = !world || world->rank() == 0;
+  LS_CHECK(s.init.empty() || s.resume.empty(), "--init starts a new run from pretrained weights; --resume ", s.resume,
+           " continues from its checkpoint's: give one of the two");
   CheckpointInfo resume_info;
   const std::vector<Device> devices = settle_settings(s, given, world.get(), resume_info);
   share_cpu_cores(devices, world.get());
@@ -468,7 +472,23 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   Loaders loaders = make_loaders(s, resume_info, train_data);
   const std::string spec = choose_model_spec(s, given, resume_info, *train_data.train);
   const uint64_t seed = s.seed;
-  ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, seed); };
+  // --init: the file is read once, checked, and copied into every replica.
+  std::optional<PretrainedWeights> pretrained;
+  if (!s.init.empty()) {
+    check_torchvision_model(spec, "--init " + s.init);
+    pretrained = read_pretrained(s.init);
+  }
+  std::mutex init_mutex;
+  PretrainedLoad init_result;
+  ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> {
+    auto model = build_model_from_spec(spec, d, seed);
+    if (pretrained) {
+      PretrainedLoad loaded = load_pretrained(*model, *pretrained);
+      std::lock_guard<std::mutex> lock(init_mutex);
+      init_result = loaded;
+    }
+    return model;
+  };
   ReplicaManager replicas(factory, devices, replica_options(s, world));
   Trainer trainer(replicas, *loaders.train, loaders.test.get(),
                   trainer_config(s, *train_data.train, loaders.train->normalization()));
@@ -476,6 +496,16 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
 
   if (!first) return finish_quietly(trainer);
   print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
+  if (pretrained) {
+    std::printf("initialised from %s: %lld tensors (%s names)\n", s.init.c_str(),
+                static_cast<long long>(init_result.tensors),
+                init_result.names == StateDictNames::timm ? "timm" : "torchvision");
+    if (init_result.head_reinitialised)
+      std::printf("the classifier %s was re-initialised: %lld classes in the file, %lld here\n",
+                  init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
+                  static_cast<long long>(train_data.train->num_classes()));
+    std::fflush(stdout);
+  }
   return run_and_report(s, spec, train_data, loaders, trainer);
 }
 

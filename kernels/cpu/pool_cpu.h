@@ -21,4 +21,13 @@ void avg_pool2d_backward(const float* dy, float* dx, const PoolGeometry& g, bool
 void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t plane_size);
 void global_avg_pool_backward(const float* dy, float* dx, int64_t planes, int64_t plane_size, bool accumulate);
 
+// Adaptive average pooling (PyTorch's AdaptiveAvgPool2d): output row i of
+// out_h averages input rows floor(i * in_h / out_h) to ceil((i + 1) * in_h /
+// out_h) - 1, and the same for columns; windows may overlap, and an output
+// larger than the input repeats input values.
+void adaptive_avg_pool2d_forward(const float* x, float* y, int64_t planes, int64_t in_h, int64_t in_w, int64_t out_h,
+                                 int64_t out_w);
+void adaptive_avg_pool2d_backward(const float* dy, float* dx, int64_t planes, int64_t in_h, int64_t in_w,
+                                  int64_t out_h, int64_t out_w, bool accumulate);
+
 }  // namespace lockstep::cpu

@@ -40,6 +40,11 @@ def read_safetensors(path):
     return meta, tensors, data
 
 
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def step_losses(path):
     with open(path) as f:
         lines = [json.loads(line) for line in f if line.strip()]
@@ -566,6 +571,74 @@ class Cli(unittest.TestCase):
             self.assertIn(line["top"][0]["class"], ["red", "green", "blue"])
         self.assertEqual(lines[9]["image"], self.path("missing.jpg"))
         self.assertIn("missing.jpg", lines[9]["error"])
+
+    def test_init_from_an_export_fine_tunes_with_a_new_head_and_refusals_name_the_problem(self):
+        self.need_pil()
+        three, two = self.path("three"), self.path("two")
+        write_jpeg_classes(three, ["red", "green", "blue"], 3, 32)
+        write_jpeg_classes(two, ["red", "green"], 3, 32, seed=2)
+        base = ["train", "--devices", "cpu", "--model", "tv-resnet18", "--epochs", "1", "--batch", "4", "--lr",
+                "0.01", "--test-fraction", "0.34"]
+        ck = self.path("three.safetensors")
+        r = run(base + ["--data", three, "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        weights = self.path("weights.safetensors")
+        e = run(["export", ck, weights], self.tmp)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        meta, tensors, _ = read_safetensors(weights)
+        self.assertEqual(json.loads(meta["class_names"]), ["blue", "green", "red"])
+        with open(self.path("weights.classes.txt")) as f:
+            self.assertEqual(f.read(), "blue\ngreen\nred\n")
+        self.assertEqual(tensors["conv1.weight"][0], [64, 3, 7, 7])
+        self.assertEqual(tensors["fc.weight"][0], [3, 512])
+        self.assertFalse(any(name.startswith("momentum.") for name in tensors))
+
+        # Two classes from the three-class weights: the head starts afresh, the rest is loaded.
+        r = run(base + ["--data", two, "--init", weights, "--checkpoint", self.path("two.safetensors")], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("initialised from %s: 100 tensors (torchvision names)" % weights, r.stdout)
+        self.assertIn("the classifier fc was re-initialised: 3 classes in the file, 2 here", r.stdout)
+
+        # Refusals, each naming what is wrong.
+        pth = self.path("resnet18.pth")
+        with open(pth, "wb") as f:
+            f.write(b"PK\x03\x04not read")
+        out = self.path("never.safetensors")
+        r = run(base + ["--data", two, "--init", pth, "--checkpoint", out], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(pth + " is a PyTorch pickle", r.stderr)
+        self.assertIn("import torch, safetensors.torch", r.stderr)
+        self.assertIn("safetensors.torch.save_file(", r.stderr)
+        cifar = [a if a != "tv-resnet18" else "resnet18" for a in base]
+        r = run(cifar + ["--data", two, "--init", weights, "--checkpoint", out], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not 'resnet18' (the CIFAR-sized variant; tv-resnet18 is torchvision's)", r.stderr)
+        r = run(base + ["--data", two, "--init", weights, "--resume", ck, "--checkpoint", out], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("give one of the two", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        kept = read_bytes(ck)
+        r = run(["export", "--force", ck, ck], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("export's output " + ck + " is the input the checkpoint", r.stderr)
+        notes = self.path("notes.txt")
+        with open(notes, "w") as f:
+            f.write("precious\n")
+        r = run(["export", ck, notes], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("exists and is not a safetensors file", r.stderr)
+        r = run(["export", ck, self.path("dev.safetensors")], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(["export", ck, self.path("dev.safetensors")], self.tmp)  # its own kind: replaced
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_bytes(ck), kept)
+        self.assertEqual(read_bytes(notes), b"precious\n")
+        r = run(["export", "--format", "keras", ck, out], self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--format", r.stderr)
+        r = run(["train", "--help"], self.tmp)
+        self.assertIn("tv-resnet18", r.stdout)
+        self.assertIn("CIFAR-sized", r.stdout)
 
 
 if __name__ == "__main__":

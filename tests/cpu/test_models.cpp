@@ -312,6 +312,7 @@ void check_model_gradients(const std::string& name, const GradientCheck& o) {
 TEST_CASE("every model builds for 1x28x28 and 3x32x32 with its expected parameter count and [N, classes] logits",
           "[models]") {
   for (const std::string& name : model_names()) {
+    if (name.rfind("tv-", 0) == 0) continue;  // torchvision's ImageNet models: below
     for (const Shape& input : {Shape{1, 28, 28}, Shape{3, 32, 32}}) {
       DYNAMIC_SECTION(name << " " << input.str()) {
         auto model = build_model(name, input, 10);
@@ -443,6 +444,50 @@ TEST_CASE("vgg16 and vgg-f learn a small separable problem on the CPU with gradi
   const std::string name = GENERATE(as<std::string>{}, "vgg16", "vgg-f");
   epochs_to_learn(name, {.sample = Shape{1, 16, 16}, .count = 8, .batch = 8, .max_epochs = 100, .lr = 0.1f,
                          .clip_grad_norm = 0.3f, .dropout = false, .check_inference = false});
+}
+
+TEST_CASE("the tv models have torchvision's parameter counts and module names and give logits from 32 px up",
+          "[models]") {
+  // Published counts at 3x224x224, 1000 classes (torchvision's model pages).
+  const std::map<std::string, int64_t> published = {{"tv-resnet18", 11689512}, {"tv-resnet34", 21797672},
+                                                    {"tv-resnet50", 25557032}, {"tv-vgg16", 138357544},
+                                                    {"tv-vgg16-bn", 138365992}};
+  for (const auto& [name, count] : published) {
+    DYNAMIC_SECTION(name) {
+      auto model = build_model(name, Shape{3, 224, 224}, 1000);
+      const bool vgg = name.rfind("tv-vgg", 0) == 0;
+      if (vgg) {
+        REQUIRE(chain_parameter_count(*model) == count);
+        // 224x224: the features end at 7x7 and the adaptive pool is left out.
+        for (size_t i = 0; i < model->node_count(); ++i) REQUIRE(model->node_name(i) != "avgpool");
+        continue;
+      }
+      model->finalize(Device::cpu(), 1);
+      REQUIRE(parameter_count(*model) == count);
+      std::vector<std::string> names;
+      for (const ParamEntry& e : model->arenas().entries()) names.push_back(e.name);
+      REQUIRE(names.front() == "conv1.weight");
+      REQUIRE(std::count(names.begin(), names.end(), "layer2.0.downsample.0.weight") == 1);
+      REQUIRE(std::count(names.begin(), names.end(), "layer2.0.downsample.1.bias") == 1);
+      REQUIRE(std::count(names.begin(), names.end(), name == "tv-resnet50" ? "layer4.2.bn3.weight" : "layer4.1.bn2.weight") == 1);
+      REQUIRE(names.back() == "fc.bias");
+    }
+  }
+  // Small inputs: the stem and the adaptive pool take anything from 32 px
+  // (the VGGs' five pools), at any class count.
+  for (const std::string name : {"tv-resnet18", "tv-resnet34", "tv-resnet50"}) {
+    auto model = build_model(name, Shape{3, 32, 40}, 7);
+    model->finalize(Device::cpu(), 2);
+    Context ctx(Device::cpu());
+    Tensor logits = model->logits(ctx, lockstep::testing::random_tensor(Shape{2, 3, 32, 40}, 3));
+    REQUIRE(logits.shape() == Shape{2, 7});
+    for (float v : logits.to_vector()) REQUIRE(std::isfinite(v));
+  }
+  auto vgg = build_model("tv-vgg16-bn", Shape{3, 48, 32}, 3);
+  REQUIRE(chain_parameter_count(*vgg) == 138365992 - 1000 * 4097 + 3 * 4097);
+  REQUIRE(vgg->node_output_shape(vgg->node_count() - 1) == Shape{3});
+  REQUIRE_THROWS_WITH(build_model("tv-vgg16", Shape{3, 31, 64}, 10),
+                      Catch::Contains("tv-vgg16") && Catch::Contains("at least 32x32"));
 }
 
 TEST_CASE("model builders reject unknown names and impossible inputs with clear errors", "[models]") {

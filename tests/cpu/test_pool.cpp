@@ -233,3 +233,29 @@ TEST_CASE("pooling ops reject mismatched tensors, naming the op and shapes", "[p
   REQUIRE_THROWS_WITH(ops::max_pool2d_forward(ctx, x, y, PoolWindow{9, 1, 0}),
                       Catch::Contains("max_pool2d: input [2, 3, 7, 7] with kernel 9"));
 }
+
+TEST_CASE("adaptive average pooling averages PyTorch's windows, shrinking or growing, and its gradient checks",
+          "[pool]") {
+  // 5 -> 3: rows [0, 2), [1, 4), [3, 5) (floor(i*5/3) to ceil((i+1)*5/3)); 1 -> 2: the value repeated.
+  LayerHarness h(std::make_unique<AdaptiveAvgPool2d>(3, 2), {Shape{2, 5, 1}}, 2, 41);
+  REQUIRE(h.output.shape() == Shape{2, 2, 3, 2});
+  const std::vector<float> x = h.inputs[0].to_vector(), y = h.forward().to_vector();
+  for (int64_t plane = 0; plane < 4; ++plane) {
+    const float* p = x.data() + plane * 5;
+    const float want[3] = {(p[0] + p[1]) / 2, (p[1] + p[2] + p[3]) / 3, (p[3] + p[4]) / 2};
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 2; ++j) REQUIRE(y[plane * 6 + i * 2 + j] == Approx(want[i]).margin(1e-6));
+  }
+  check_gradients(h, {.max_points = 1000});
+  check_accumulate_mode(h);
+  for (auto [in, out] : {std::pair<Shape, int64_t>{Shape{3, 7, 5}, 3}, {Shape{3, 2, 3}, 7}, {Shape{2, 7, 7}, 7}}) {
+    INFO(in.str() << " -> " << out << "x" << out);
+    LayerHarness g(std::make_unique<AdaptiveAvgPool2d>(out, out), {in}, 2, 42);
+    check_gradients(g, {.max_points = 1000});
+    check_accumulate_mode(g);
+  }
+  // 7x7 -> 7x7 is the identity.
+  LayerHarness same(std::make_unique<AdaptiveAvgPool2d>(7, 7), {Shape{2, 7, 7}}, 1, 43);
+  REQUIRE(same.forward().to_vector() == same.inputs[0].to_vector());
+  REQUIRE_THROWS_WITH(AdaptiveAvgPool2d(0, 7), Catch::Contains("adaptive_avgpool2d") && Catch::Contains("0x7"));
+}

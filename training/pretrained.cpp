@@ -1,0 +1,189 @@
+#include "training/pretrained.h"
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "training/safetensors.h"
+
+namespace lockstep {
+
+namespace {
+
+std::string model_name_of(const std::string& spec) { return spec.substr(0, spec.find(' ')); }
+
+bool is_vgg(const std::string& model_name) { return model_name.rfind("tv-vgg", 0) == 0; }
+
+}  // namespace
+
+void check_torchvision_model(const std::string& spec, const std::string& what) {
+  const std::string name = model_name_of(spec);
+  LS_CHECK(name.rfind("tv-", 0) == 0, what, " works with the torchvision-exact models (tv-resnet18, tv-resnet34, ",
+           "tv-resnet50, tv-vgg16, tv-vgg16-bn), not '", name, "'",
+           name == "resnet18" || name == "resnet50" || name == "vgg16" || name == "vgg16-bn"
+               ? " (the CIFAR-sized variant; tv-" + name + " is torchvision's)"
+               : std::string());
+}
+
+namespace {
+
+// Our name's tensor in the file, and its shape there: timm's VGG holds the
+// first two classifier layers as convolutions over the 512x7x7 features.
+std::pair<std::string, Shape> file_tensor(const std::string& ours, const Shape& shape, StateDictNames names,
+                                          bool vgg) {
+  if (names != StateDictNames::timm || !vgg) return {ours, shape};
+  auto renamed = [&](const char* from, const char* to) -> std::optional<std::string> {
+    const std::string prefix = std::string(from) + ".";
+    if (ours.rfind(prefix, 0) != 0) return std::nullopt;
+    return std::string(to) + "." + ours.substr(prefix.size());
+  };
+  const bool weight = ours.size() > 7 && ours.compare(ours.size() - 7, 7, ".weight") == 0;
+  if (auto n = renamed("classifier.0", "pre_logits.fc1"))
+    return {*n, weight ? Shape{shape[0], 512, 7, 7} : shape};
+  if (auto n = renamed("classifier.3", "pre_logits.fc2"))
+    return {*n, weight ? Shape{shape[0], shape[1], 1, 1} : shape};
+  if (auto n = renamed("classifier.6", "head.fc")) return {*n, shape};
+  return {ours, shape};
+}
+
+std::string head_of(const std::string& model_name, StateDictNames names) {
+  if (!is_vgg(model_name)) return "fc";
+  return names == StateDictNames::timm ? "head.fc" : "classifier.6";
+}
+
+bool is_batch_count(const std::string& name) {
+  const std::string suffix = ".num_batches_tracked";
+  return name == "num_batches_tracked" ||
+         (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
+// PyTorch's torch.save writes a zip archive (since 1.6) or a bare pickle
+// (protocol 2 and up start with 0x80): refused unread, a pickle can run code.
+void refuse_pickle(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  std::ifstream in(path, std::ios::binary);
+  char head[4] = {0, 0, 0, 0};
+  in.read(head, 4);
+  const bool zip = in.gcount() == 4 && std::string(head, 4) == std::string("PK\x03\x04", 4);
+  const bool pickle = in.gcount() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5;
+  LS_CHECK(!(ext == ".pth" || ext == ".pt" || ext == ".pkl" || zip || pickle), path,
+           " is a PyTorch pickle (torch.save), which lockstep does not read (unpickling can run any code); "
+           "convert it to safetensors with PyTorch and the safetensors package:\n"
+           "  import torch, safetensors.torch\n"
+           "  safetensors.torch.save_file({k: v.contiguous() for k, v in torch.load('",
+           path, "', map_location='cpu').items()}, 'weights.safetensors')");
+}
+
+}  // namespace
+
+StateDictNames parse_state_dict_names(const std::string& text, const std::string& what) {
+  if (text == "torchvision") return StateDictNames::torchvision;
+  if (text == "timm") return StateDictNames::timm;
+  LS_FAIL(what, " '", text, "': expected torchvision or timm");
+}
+
+PretrainedWeights read_pretrained(const std::string& path) {
+  std::error_code ec;
+  LS_CHECK(std::filesystem::exists(path, ec), "pretrained weights ", path, ": no such file");
+  refuse_pickle(path);
+  PretrainedWeights weights{path, {}};
+  try {
+    weights.file = read_safetensors(path, true, true);
+  } catch (const Error& e) {
+    LS_FAIL("pretrained weights ", path, " are not a readable safetensors file: ", e.what());
+  }
+  return weights;
+}
+
+PretrainedLoad load_pretrained(Model& model, const std::string& path) {
+  check_torchvision_model(model.spec(), "pretrained weights (" + path + ")");
+  return load_pretrained(model, read_pretrained(path));
+}
+
+PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights) {
+  const std::string& path = weights.path;
+  const SafetensorsFile& file = weights.file;
+  check_torchvision_model(model.spec(), "pretrained weights (" + path + ")");
+  std::map<std::string, const HostTensor*> in_file;
+  for (auto& [name, t] : file.tensors) in_file[name] = &t;
+
+  const std::string model_name = model_name_of(model.spec());
+  const bool vgg = is_vgg(model_name);
+  PretrainedLoad result;
+  if (in_file.count("head.fc.weight") || in_file.count("pre_logits.fc1.weight")) result.names = StateDictNames::timm;
+  result.head = head_of(model_name, result.names);
+
+  std::vector<StateTensor> targets = model_state_tensors(model);  // named as torchvision's
+  // The classifier: another class count (the same feature count) is a new head.
+  const Shape* ours_head = nullptr;
+  for (const StateTensor& t : targets)
+    if (file_tensor(t.name, t.shape, result.names, vgg).first == result.head + ".weight") ours_head = &t.shape;
+  auto head_weight = in_file.find(result.head + ".weight"), head_bias = in_file.find(result.head + ".bias");
+  if (ours_head && head_weight != in_file.end() && head_bias != in_file.end()) {
+    const Shape& w = head_weight->second->shape;
+    result.file_classes = w.rank() == 2 ? w[0] : 0;
+    result.head_reinitialised = w.rank() == 2 && w[1] == (*ours_head)[1] && w[0] != (*ours_head)[0] &&
+                                head_bias->second->shape == Shape{w[0]};
+  }
+
+  std::string problems;
+  std::map<std::string, bool> used;
+  for (const StateTensor& t : targets) {
+    const auto [name, shape] = file_tensor(t.name, t.shape, result.names, vgg);
+    used[name] = true;
+    if (result.head_reinitialised && (name == result.head + ".weight" || name == result.head + ".bias")) continue;
+    auto it = in_file.find(name);
+    if (it == in_file.end()) {
+      problems += "\n  missing tensor " + name + " " + shape.str();
+    } else if (it->second->shape != shape) {
+      problems += "\n  " + name + " is " + it->second->shape.str() + " in the file, " + shape.str() + " in the model";
+    } else if (it->second->values.size() != static_cast<size_t>(shape.numel())) {
+      problems += "\n  " + name + " has dtype " + it->second->dtype + " (F32, F16 or BF16 are read)";
+    }
+  }
+  for (auto& [name, t] : in_file)
+    if (!used.count(name) && !is_batch_count(name)) problems += "\n  unexpected tensor " + name + " " + t->shape.str();
+  LS_CHECK(problems.empty(), "pretrained weights ", path, " do not fit model '", model.spec(), "' (",
+           result.names == StateDictNames::timm ? "timm" : "torchvision", " names):", problems);
+
+  for (StateTensor& t : targets) {
+    const std::string name = file_tensor(t.name, t.shape, result.names, vgg).first;
+    if (result.head_reinitialised && (name == result.head + ".weight" || name == result.head + ".bias")) continue;
+    t.tensor.copy_from(Tensor::from_vector(t.shape, in_file.at(name)->values));
+    ++result.tensors;
+  }
+  model.arenas().params_bf16_stale = true;  // precision bf16: the weights' copy is made again
+  return result;
+}
+
+std::string classes_path(const std::string& out_path) {
+  std::filesystem::path p(out_path);
+  if (p.extension() == ".safetensors") p.replace_extension();
+  return p.string() + ".classes.txt";
+}
+
+void export_state_dict(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path, StateDictNames names,
+                       const std::string& out_path) {
+  check_torchvision_model(checkpoint.info.model_spec, "export (checkpoint " + checkpoint_path + ")");
+  const bool vgg = is_vgg(model_name_of(checkpoint.info.model_spec));
+  SafetensorsFile file;
+  for (auto& [name, tensor] : checkpoint.tensors) {
+    if (name.rfind("momentum.", 0) == 0) continue;
+    auto [file_name, shape] = file_tensor(name, tensor.first, names, vgg);
+    file.tensors.push_back({file_name, {shape, tensor.second}});
+  }
+  file.metadata["format"] = "pt";  // what safetensors.torch.save_file writes
+  file.metadata["class_names"] = nlohmann::json(checkpoint.info.class_names).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  file.metadata["lockstep_model"] = checkpoint.info.model_spec;
+  write_safetensors(out_path, file);
+  const std::string classes = classes_path(out_path);
+  std::ofstream out(classes, std::ios::trunc);
+  for (const std::string& name : checkpoint.info.class_names) out << name << "\n";
+  out.flush();
+  LS_CHECK(out.good(), "cannot write ", classes, " (the class names of ", out_path, ")");
+}
+
+}  // namespace lockstep

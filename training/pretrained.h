@@ -1,0 +1,67 @@
+#pragma once
+// Pretrained weights in and out of the torchvision-exact models (the tv-*
+// models of layers/models.h, whose node names are torchvision's module
+// names): state dicts in safetensors form, named as torchvision's or timm's
+// models name them.
+//   torchvision  conv1.weight, bn1.running_mean, layer1.0.downsample.0.weight,
+//                fc.weight; VGG features.N.*, classifier.0/3/6.*
+//   timm         the same for the ResNets; VGG classifier.0 and .3 as the
+//                convolutions pre_logits.fc1 (4096x512x7x7) and pre_logits.fc2
+//                (4096x4096x1x1), classifier.6 as head.fc. timm's VGG equals
+//                torchvision's (and so ours) for inputs up to 224x224; above, timm
+//                slides the 7x7 convolution where torchvision pools to 7x7 first.
+// Loading reads F32, F16 and BF16 tensors; num_batches_tracked may be there
+// or not and is ignored. A PyTorch pickle (.pth, .pt) is refused unread,
+// with the two lines of Python that convert it.
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "training/checkpoint.h"
+#include "training/safetensors.h"
+
+namespace lockstep {
+
+enum class StateDictNames { torchvision, timm };
+// "torchvision" or "timm"; throws an Error naming `what` otherwise.
+StateDictNames parse_state_dict_names(const std::string& text, const std::string& what);
+
+struct PretrainedLoad {
+  StateDictNames names = StateDictNames::torchvision;  // as found in the file
+  int64_t tensors = 0;             // tensors copied into the model
+  bool head_reinitialised = false;  // the file's classifier has another class count
+  std::string head;                // the classifier's name in the file ("fc", "classifier.6", "head.fc")
+  int64_t file_classes = 0;        // the file classifier's class count
+};
+
+// Throws an Error, starting with `what`, unless `spec` (Model::spec()) is of a tv-* model.
+void check_torchvision_model(const std::string& spec, const std::string& what);
+
+// A state dict read into host memory (a pickle refused, the format checked),
+// to load into any number of models.
+struct PretrainedWeights {
+  std::string path;
+  SafetensorsFile file;
+};
+PretrainedWeights read_pretrained(const std::string& path);
+
+// Copies the state dict in `path` into `model` (a tv-* model, built and
+// finalised) by name. Every tensor of the model must be in the file with its
+// shape, and nothing else but num_batches_tracked; otherwise an Error names
+// the file and each tensor that is missing, unexpected or of another shape
+// (both shapes), and the model is left as it was. The classifier alone may
+// have another class count: it then keeps the model's own initialisation.
+PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights);
+PretrainedLoad load_pretrained(Model& model, const std::string& path);
+
+// Writes a tv-* checkpoint's weights and running statistics (no momentum) as
+// a state dict that torchvision's (or timm's) model of the same architecture
+// loads with a strict load_state_dict, F32, with the class names in the
+// metadata ("class_names", a JSON array) and one a line in
+// OUT.classes.txt (OUT without its .safetensors).
+void export_state_dict(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path, StateDictNames names,
+                       const std::string& out_path);
+// Where export_state_dict writes the class names for `out_path`.
+std::string classes_path(const std::string& out_path);
+
+}  // namespace lockstep

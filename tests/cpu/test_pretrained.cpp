@@ -209,7 +209,7 @@ TEST_CASE("pretrained weights that do not fit are refused naming the file, the t
   REQUIRE(values_of(*b) == untouched);
 }
 
-TEST_CASE("safetensors F16 and BF16 tensors read as their exact f32 values; I64 comes without values",
+TEST_CASE("safetensors F16 and BF16 tensors read as their exact f32 values and I64 comes without values",
           "[pretrained]") {
   TempDir dir;
   // 1, -2.5, 65504 (the largest half), 2^-24 (the smallest subnormal) as F16;

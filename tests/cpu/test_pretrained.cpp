@@ -87,6 +87,11 @@ TEST_CASE("a tv model's export loads back into another of the same architecture,
   TempDir dir;
   for (auto names : {StateDictNames::torchvision, StateDictNames::timm}) {
     for (const std::string name : {"tv-resnet18", "tv-vgg16-bn"}) {
+      // VGG in timm's names only (its classifier as convolutions, the mapping
+      // that differs): torchvision's VGG names round-trip through torchvision
+      // itself in the torch_pretrained_export test, and each VGG export here
+      // moves half a gigabyte.
+      if (name == "tv-vgg16-bn" && names == StateDictNames::torchvision) continue;
       DYNAMIC_SECTION(name << (names == StateDictNames::timm ? " timm" : " torchvision")) {
         auto a = tv_model(name, Shape{3, 32, 32}, 5, 1);
         export_model(*a, dir / "a.ckpt", dir / "a.safetensors", names);

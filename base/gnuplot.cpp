@@ -11,8 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 namespace lockstep::gnuplot {
@@ -40,43 +38,47 @@ std::string number(double value) {
 
 namespace {
 
-// A temporary file of ours (TMPDIR, else /tmp), created empty and open.
-struct TempFile {
-  std::string path;
+// An anonymous temporary file (TMPDIR, else /tmp): unlinked as soon as it is
+// made, so it leaves nothing behind however the process ends (a second
+// Ctrl-C, a kill) while gnuplot runs.
+struct AnonymousFile {
   int fd = -1;
-  explicit TempFile(const char* suffix) {
+  AnonymousFile() {
     const char* dir = std::getenv("TMPDIR");
-    path = std::string(dir && *dir ? dir : "/tmp") + "/lockstep-gnuplot-XXXXXX" + suffix;
-    fd = ::mkstemps(path.data(), static_cast<int>(std::strlen(suffix)));
-  }
-  ~TempFile() {
-    if (fd >= 0) ::close(fd);
+    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/lockstep-gnuplot-XXXXXX";
+    fd = ::mkstemp(path.data());
     if (fd >= 0) ::unlink(path.c_str());
   }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
+  ~AnonymousFile() {
+    if (fd >= 0) ::close(fd);
+  }
+  AnonymousFile(const AnonymousFile&) = delete;
+  AnonymousFile& operator=(const AnonymousFile&) = delete;
 };
 
-// Runs gnuplot on `script` with no shell between (file names reach gnuplot
-// only inside the script, quoted for gnuplot); returns false when gnuplot
-// cannot be started, else fills `output` with what it printed.
+// Runs gnuplot with `script` on its standard input and no shell between (file
+// names reach gnuplot only inside the script, quoted for gnuplot); returns
+// false when gnuplot cannot be started, else fills `output` with what it
+// printed. Both travel in anonymous files, not pipes: no SIGPIPE when gnuplot
+// stops early, no deadlock on a long script.
 bool run_gnuplot(const std::string& script, std::string& output) {
-  TempFile script_file(".gp"), output_file(".txt");
+  AnonymousFile script_file, output_file;
   if (script_file.fd < 0 || output_file.fd < 0) {
     output = std::string("cannot create a temporary file (") + std::strerror(errno) + ")";
     return true;
   }
-  if (::write(script_file.fd, script.data(), script.size()) != static_cast<ssize_t>(script.size())) {
+  if (::write(script_file.fd, script.data(), script.size()) != static_cast<ssize_t>(script.size()) ||
+      ::lseek(script_file.fd, 0, SEEK_SET) != 0) {
     output = std::string("cannot write a temporary file (") + std::strerror(errno) + ")";
     return true;
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, script_file.fd, 0);
   posix_spawn_file_actions_adddup2(&actions, output_file.fd, 1);
   posix_spawn_file_actions_adddup2(&actions, output_file.fd, 2);
   std::string program = "gnuplot";
-  char* argv[] = {program.data(), script_file.path.data(), nullptr};
+  char* argv[] = {program.data(), nullptr};
   pid_t pid = -1;
   const int spawned = ::posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -84,8 +86,14 @@ bool run_gnuplot(const std::string& script, std::string& output) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  std::ifstream in(output_file.path);
-  output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  output.clear();
+  char buffer[4096];
+  for (off_t at = 0;;) {
+    const ssize_t got = ::pread(output_file.fd, buffer, sizeof buffer, at);
+    if (got <= 0) break;
+    output.append(buffer, static_cast<size_t>(got));
+    at += got;
+  }
   return true;
 }
 

@@ -245,6 +245,36 @@ class CliOutputs(CliTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith("ck.tmp")], [], leftovers)
 
+    def test_a_run_killed_while_gnuplot_draws_leaves_no_temporary_file(self):
+        # A gnuplot that never finishes holds the run inside the drawing of
+        # its first picture; the run is then killed (as a second Ctrl-C or
+        # the OOM killer would): nothing of the drawing's stays in TMPDIR.
+        tmpdir, bin_dir, mark = self.path("tmpdir"), self.path("bin"), self.path("gnuplot.pid")
+        os.makedirs(tmpdir)
+        os.makedirs(bin_dir)
+        with open(os.path.join(bin_dir, "gnuplot"), "w") as f:
+            f.write('#!/bin/sh\necho $$ > "%s.part" && mv "%s.part" "%s"\nexec sleep 600\n' % (mark, mark, mark))
+        os.chmod(os.path.join(bin_dir, "gnuplot"), 0o755)
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        env = dict(os.environ, TMPDIR=tmpdir, PATH=bin_dir + os.pathsep + os.environ["PATH"])
+        proc = subprocess.Popen([BIN, "train"] + ONE + ["--data", data, "--checkpoint", self.path("ck"),
+                                                        "--plot", self.path("curve.png")],
+                                cwd=self.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while not os.path.exists(mark):
+            if proc.poll() is not None:
+                self.fail("the run ended before drawing: " + proc.communicate()[1])
+            self.assertLess(time.time(), deadline, "gnuplot was not started within 120 s")
+            time.sleep(0.02)
+        with open(mark) as f:
+            gnuplot = int(f.read())
+        proc.kill()
+        proc.communicate(timeout=60)
+        os.kill(gnuplot, signal.SIGKILL)
+        self.assertEqual(os.listdir(tmpdir), [])
+        self.assertFalse(os.path.exists(self.path("curve.png")))
+
     def test_pictures_never_overwrite_inputs_checkpoints_or_other_files(self):
         data = self.path("data")
         write_idx(data, 64, 8)

@@ -13,7 +13,8 @@ set(_mpi_tests
   test_only_the_first_process_writes
   test_eval_on_2_processes_matches_1_process
   test_lockstep_info_says_the_world
-  test_unequal_replica_counts_are_refused)
+  test_unequal_replica_counts_are_refused
+  test_processes_started_with_different_settings_are_refused_naming_each)
 if(LOCKSTEP_WITH_MPI)
   find_program(LOCKSTEP_MPIEXEC NAMES ${MPIEXEC_EXECUTABLE} mpirun mpiexec REQUIRED)
   foreach(t ${_mpi_tests})

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "confusion_plot.h"
+#include "data_check.h"
 #include "data/loader.h"
 #include "training/checkpoint.h"
 #include "distributed/world.h"
@@ -48,6 +49,16 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
     sets = data::open_dataset(data_path, options);
   }
   LS_CHECK(sets.test != nullptr, "no test set found at ", data_path, " (trained without one)");
+  if (s.data.empty()) {
+    // The checkpoint's own data: its classes must still be the ones trained
+    // (a given --data is labelled by the checkpoint's class names instead).
+    check_same_classes(ck.info.class_names, sets.test->class_names(), data_path, s.checkpoint);
+    std::string changes;
+    for (const std::string& c : data_changes(extra, "test", *sets.test)) changes += (changes.empty() ? "" : "; ") + c;
+    if (!changes.empty() && (!world || world->rank() == 0))
+      std::fprintf(stderr, "notice: the test data at %s changed since the checkpoint was trained: %s\n",
+                   data_path.c_str(), changes.c_str());
+  }
   // The confusion matrix may replace a PNG, never the checkpoint, the data or
   // a file of another kind (unless --force): checked before the evaluation.
   if (!s.plot.empty())

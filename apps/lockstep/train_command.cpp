@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "data_check.h"
 #include "duration.h"
 #include "training_curve.h"
 #include "data/loader.h"
@@ -28,6 +29,7 @@
 #include "preflight.h"
 #include "progress.h"
 #include "setup.h"
+#include "world_agreement.h"
 #include "world_errors.h"
 
 namespace lockstep::app {
@@ -206,6 +208,10 @@ std::vector<Device> settle_settings(TrainSettings& s, const std::vector<std::str
   std::vector<Device> devices = resolve_devices(s.devices, s.replicas, /*quiet=*/true);
   apply_defaults(s, devices[0], settled);
   if (s.data.empty()) s.data = data::default_data_path();
+  // Saved absolute: a later eval or --resume from another folder finds the
+  // same data, not whatever lies at the relative path there.
+  s.data = std::filesystem::absolute(s.data).lexically_normal().string();
+  if (!s.test_data.empty()) s.test_data = std::filesystem::absolute(s.test_data).lexically_normal().string();
   if (s.batch_per_device > 0) {
     const int64_t replicas = static_cast<int64_t>(devices.size()) * processes;
     LS_CHECK(!__builtin_mul_overflow(s.batch_per_device, replicas, &s.batch), "--batch-per-device ",
@@ -227,6 +233,22 @@ void share_cpu_cores(const std::vector<Device>& devices, const ProcessGroup* wor
   const int cores = cpu::compute_threads();
   const int sharers = static_cast<int>(devices.size()) * (world ? world->processes_on_host() : 1);
   cpu::set_compute_threads(std::max(1, cores / sharers));
+}
+
+// A resumed run trains on its checkpoint's classes (unless --force); a
+// change of the data since is told, and refused mid-epoch, whose remaining
+// batches would be drawn from another order.
+void check_resumed_data(const TrainSettings& s, const CheckpointInfo& info, const data::Dataset& train, bool first) {
+  if (!s.force) check_same_classes(info.class_names, train.class_names(), s.data, s.resume);
+  const std::vector<std::string> changes = data_changes(info.extra, "train", train);
+  if (changes.empty()) return;
+  std::string text;
+  for (const std::string& c : changes) text += (text.empty() ? "" : "; ") + c;
+  LS_CHECK(info.batch_in_epoch == 0, "--resume ", s.resume, " stopped after batch ", info.batch_in_epoch,
+           " of an epoch, and the training data at ", s.data, " changed since (", text,
+           "): the epoch goes on only on the same data; restore it, or resume from a checkpoint written at an "
+           "epoch's end");
+  if (first) std::printf("notice: the training data at %s changed since the checkpoint: %s\n", s.data.c_str(), text.c_str());
 }
 
 // The training and test sets, each cut to --limit / --test-limit.
@@ -322,8 +344,8 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   return options;
 }
 
-TrainerConfig trainer_config(const TrainSettings& s, const data::Dataset& train_set,
-                             const data::Normalization& normalization) {
+TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const data::Normalization& normalization) {
+  const data::Dataset& train_set = *d.train;
   TrainerConfig config;
   config.epochs = s.epochs;
   config.schedule.kind = parse_schedule(s.schedule);
@@ -336,6 +358,8 @@ TrainerConfig trainer_config(const TrainSettings& s, const data::Dataset& train_
   config.class_names = train_set.class_names();
   config.checkpoint_extra = to_metadata(s);
   config.checkpoint_extra["normalization"] = normalization_to_json(normalization);
+  // The test set as eval finds it again: whole, without --test-limit.
+  config.checkpoint_extra["data_identity"] = data_identity_json(*d.train, d.sets.test.get());
   if (!s.time_limit.empty()) config.time_limit_seconds = parse_duration(s.time_limit, "--time-limit");
   return config;
 }
@@ -469,8 +493,18 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   }
 
   const TrainData train_data = open_data(s, given);
+  if (!s.resume.empty()) check_resumed_data(s, resume_info, *train_data.train, first);
   Loaders loaders = make_loaders(s, resume_info, train_data);
   const std::string spec = choose_model_spec(s, given, resume_info, *train_data.train);
+  if (world) {
+    world->set_timeout(collective_timeout());
+    const std::string resume_position =
+        s.resume.empty() ? "" : "epoch " + std::to_string(resume_info.epoch + 1) + ", batch " +
+                                    std::to_string(resume_info.batch_in_epoch) + " (step " +
+                                    std::to_string(resume_info.step) + ")";
+    check_processes_agree(*world, run_settings(s, spec, data::format_name(train_data.sets.format),
+                                               *train_data.train, train_data.test.get(), resume_position));
+  }
   const uint64_t seed = s.seed;
   // --init: the file is read once, checked, and copied into every replica.
   std::optional<PretrainedWeights> pretrained;
@@ -491,7 +525,7 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   };
   ReplicaManager replicas(factory, devices, replica_options(s, world));
   Trainer trainer(replicas, *loaders.train, loaders.test.get(),
-                  trainer_config(s, *train_data.train, loaders.train->normalization()));
+                  trainer_config(s, train_data, loaders.train->normalization()));
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
 
   if (!first) return finish_quietly(trainer);

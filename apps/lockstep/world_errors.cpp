@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <thread>
 
 namespace lockstep::app {
 
@@ -9,6 +10,9 @@ int run_in_world(const std::shared_ptr<ProcessGroup>& world, const std::function
   if (!world) return body();
   try {
     return body();
+  } catch (const ReportedByFirstProcess&) {
+    std::this_thread::sleep_for(world->timeout());
+    world->abort_all(1);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "lockstep: error: process %d of %d on %s: %s\n", world->rank(), world->size(),

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -307,6 +308,63 @@ class Mpi(Compare, unittest.TestCase):
         r = subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=300, env=env())
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("every process needs the same number", r.stderr)
+
+    def two_different(self, first, second, timeout=300):
+        """One job of two processes started with different arguments (an MPMD launch)."""
+        cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-x", "LOCKSTEP_CPU_THREADS",
+               "-np", "1", BIN] + first + [":", "-np", "1", BIN] + second
+        return subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=timeout, env=env())
+
+    def test_processes_started_with_different_settings_are_refused_naming_each(self):
+        # Before this check such runs crashed (heap corruption, SIGSEGV, raw MPI errors: --batch,
+        # --limit, --data, --model), hung (--epochs) or trained to figures no single set of settings
+        # gives (--lr, --seed, --precision). Now the first process names what differs and where;
+        # the second says nothing; nothing is written.
+        ck = self.path("ck.safetensors")
+
+        def with_value(flag, value):
+            args = ["train"] + SMALL + ["--epochs", "1", "--checkpoint", ck]
+            if flag in args:
+                args[args.index(flag) + 1] = value
+            else:
+                args += [flag, value]
+            return args
+
+        base = with_value("--seed", "11")
+        same_counts = write_idx_dataset(self.path("same-counts"), train=122, side=28, seed=5)
+        other_pixels = write_idx_dataset(self.path("other-pixels"), train=122, side=28, seed=6)
+        cases = [
+            ("--batch", "30", r"--batch \(the global batch\): 61 on process 0; 30 on process 1"),
+            ("--epochs", "2", r"--epochs: 1 on process 0; 2 on process 1"),
+            ("--lr", "0.003", r"--lr \(as scaled\): \S+ on process 0; \S+ on process 1"),
+            ("--seed", "12", r"--seed: 11 on process 0; 12 on process 1"),
+            ("--precision", "bf16", r"--precision: tf32 on process 0; bf16 on process 1"),
+            ("--limit", "100", r"the training samples: 122 on process 0; 100 on process 1"),
+            ("--model", "small-cnn", r"the model: resnet20 1x28x28 10 on process 0; small-cnn 1x28x28 10 on process 1"),
+        ]
+        for flag, value, expected in cases:
+            with self.subTest(flag=flag):
+                r = self.two_different(base, with_value(flag, value))
+                self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertRegex(r.stderr, expected)
+                self.assertIn("lockstep: error: process 0 of 2", r.stderr)
+                self.assertNotIn("process 1 of 2", r.stderr)
+                self.assertEqual(r.stderr.count("were started with different settings"), 1, r.stderr)
+                self.assertFalse(os.path.exists(ck), r.stdout + r.stderr)
+        # The same counts of the same classes, other pixels: only the data's fingerprint tells them apart.
+        data = lambda folder: ["train", "--data", folder, "--devices", "cpu", "--model", "resnet20", "--batch", "61",
+                               "--epochs", "1", "--threads", "1", "--checkpoint", ck]
+        r = self.two_different(data(same_counts), data(other_pixels))
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"the training data's fingerprint \([^)]*\): [0-9a-f]{8} on process 0; "
+                                   r"[0-9a-f]{8} on process 1")
+        self.assertNotIn("the training samples:", r.stderr)
+        self.assertFalse(os.path.exists(ck))
+        # The same data at another path (as on another host) is the same data: the run trains.
+        copy = shutil.copytree(same_counts, self.path("copy"))
+        r = self.two_different(data(same_counts), data(copy))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(os.path.exists(ck))
 
 
 AGENT = """#!/bin/sh

@@ -1,0 +1,111 @@
+"""End-to-end tests that a checkpoint's data is the data a later command
+finds (eval without --data, train --resume), run by CTest (tests/cli.cmake).
+
+A checkpoint keeps its class names, its data's absolute path and the data's
+identity (sample and class counts, a fingerprint). Before these checks a
+renamed class folder gave 0.00% under the old names in eval and a resumed run
+trained on permuted labels; a relative --data was found again from whatever
+folder the later command ran in.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_cli_outputs import BIN, CliTestCase, count_steps, png, read, run, write_image_folder  # noqa: E402
+
+QUICK = ["--devices", "cpu", "--model", "mlp", "--batch", "8", "--lr", "0.05", "--seed", "3", "--input", "1x8x8"]
+
+
+class CliData(CliTestCase):
+    def train(self, data, extra=(), cwd=None):
+        ck = self.path("ck")
+        r = run(["train"] + QUICK + ["--epochs", "1", "--data", data, "--checkpoint", ck] + list(extra),
+                cwd or self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return ck
+
+    def evaluate(self, ck, cwd=None):
+        return run(["eval", "--checkpoint", ck, "--devices", "cpu"], cwd or self.tmp)
+
+    def test_renamed_added_or_removed_classes_are_refused_naming_them(self):
+        data = self.path("data")
+        write_image_folder(data, [b"cat", b"dog", b"eel"], 10)
+        ck = self.train(data)
+        r = self.evaluate(ck)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kept = read(ck)
+        resume = ["train", "--resume", ck, "--epochs", "2", "--devices", "cpu"]
+
+        os.rename(os.path.join(data, "dog"), os.path.join(data, "wolf"))
+        for args in (["eval", "--checkpoint", ck, "--devices", "cpu"], resume):
+            with self.subTest(command=args[0], change="renamed"):
+                r = run(args, self.tmp)
+                self.assert_refused(r, "the classes of the data at " + data, "not in the data: dog",
+                                    "not in the checkpoint: wolf", ck)
+        os.rename(os.path.join(data, "wolf"), os.path.join(data, "dog"))
+
+        shutil.rmtree(os.path.join(data, "eel"))
+        write_image_folder(data, [b"fox"], 10)
+        for args in (["eval", "--checkpoint", ck, "--devices", "cpu"], resume):
+            with self.subTest(command=args[0], change="one added, one removed"):
+                r = run(args, self.tmp)
+                self.assert_refused(r, "not in the data: eel", "not in the checkpoint: fox")
+        self.assertEqual(read(ck), kept)
+
+    def test_a_relative_data_path_is_found_again_from_any_folder(self):
+        # Trained in folder a on a/data; evaluated from folder b, which has a data folder of its own.
+        a, b = self.path("a"), self.path("b")
+        write_image_folder(os.path.join(a, "data"), [b"cat", b"dog"], 10)
+        write_image_folder(os.path.join(b, "data"), [b"ant", b"bee", b"cow"], 10)
+        ck = self.train("data", cwd=a)
+        r = self.evaluate(ck, cwd=b)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(" on " + os.path.join(a, "data") + " ", r.stdout)
+
+    def test_changed_files_are_told_and_a_mid_epoch_resume_on_them_is_refused(self):
+        data = self.path("data")
+        write_image_folder(data, [b"cat", b"dog", b"eel"], 10)
+        ck = self.train(data)
+        # Ten more images in every class: the training set and the held-out tenth both grow.
+        for c, name in enumerate(["cat", "dog", "eel"]):
+            for i in range(10, 20):
+                with open(os.path.join(data, name, "%d.png" % i), "wb") as f:
+                    f.write(png(8, 8, c * 100 + i))
+        r = self.evaluate(ck)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"notice: the test data at %s changed since the checkpoint was trained: "
+                                   r"samples: 3 then, 6 now" % data)
+        r = run(["train", "--resume", ck, "--epochs", "2", "--devices", "cpu"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"notice: the training data at %s changed since the checkpoint: "
+                                   r"samples: 27 then, 54 now" % data)
+
+        # A run stopped mid-epoch, then its data changed: the rest of the epoch would be drawn
+        # from another order, so the resume is refused, naming the change.
+        slow = self.path("slow")
+        write_image_folder(slow, [b"cat", b"dog", b"eel"], 100)
+        ck2, metrics = self.path("ck2"), self.path("m.jsonl")
+        proc = subprocess.Popen([BIN, "train", "--devices", "cpu", "--model", "resnet20", "--batch", "64",
+                                 "--epochs", "1", "--data", slow, "--checkpoint", ck2, "--metrics", metrics],
+                                cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 240
+        while count_steps(metrics) < 1 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 130, out + err)
+        for i in range(100, 110):  # ten more cats: one more held out, nine more to train on
+            with open(os.path.join(slow, "cat", "%d.png" % i), "wb") as f:
+                f.write(png(8, 8, 12345 + i))
+        r = run(["train", "--resume", ck2, "--devices", "cpu"], self.tmp)
+        self.assert_refused(r, "--resume " + ck2, "of an epoch", "the training data at " + slow, "changed since",
+                            "samples: 270 then, ")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
 #include "base/error.h"
 #include "kernels/loss_math.h"
@@ -96,8 +97,10 @@ bool Trainer::run() {
         train_.stop();
         LS_FAIL("the loss became ", step_loss, " at step ", step(), " (epoch ", epoch_ + 1, ", batch ",
                 batch_in_epoch_ + 1, ", learning rate ", lr, "); try a lower --lr",
-                config_.checkpoint_path.empty() ? std::string()
-                                                : "; the last good checkpoint is " + config_.checkpoint_path);
+                // Named only when one was written (by this run or the one it resumes).
+                config_.checkpoint_path.empty() || !std::filesystem::exists(config_.checkpoint_path)
+                    ? std::string("; no checkpoint was written")
+                    : "; the last good checkpoint is " + config_.checkpoint_path);
       }
       epoch_metrics += m;
       ++batch_in_epoch_;

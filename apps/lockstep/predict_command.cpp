@@ -11,6 +11,7 @@
 #include "data/augment.h"
 #include "data/image_folder.h"
 #include "training/checkpoint.h"
+#include "training/safetensors.h"
 #include "base/error.h"
 #include "layers/models.h"
 #include "setup.h"
@@ -52,6 +53,32 @@ struct Ranked {
   double probability;
 };
 
+// `object` with the text field `key`: as it is when it is UTF-8; otherwise
+// with U+FFFD for the bytes that are not, and its exact bytes as hex beside
+// it ("<key>_hex"), as the checkpoint keeps class names. File and class
+// names are bytes on Linux, and JSON text must be UTF-8.
+nlohmann::json with_text(nlohmann::json object, const std::string& key, const std::string& value) {
+  if (valid_utf8(value)) {
+    object[key] = value;
+    return object;
+  }
+  const std::string replaced =
+      nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  object[key] = nlohmann::json::parse(replaced);
+  static const char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : value) {
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  object[key + "_hex"] = hex;
+  return object;
+}
+
+void print_json_line(const nlohmann::json& line) {
+  std::printf("%s\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
 void print_table_header(size_t path_width, int64_t shown) {
   std::printf("%-*s", static_cast<int>(path_width), "image");
   for (int64_t k = 0; k < shown; ++k) std::printf("  %-16s %7s", k == 0 ? "class" : ("class " + std::to_string(k + 1)).c_str(), "prob");
@@ -87,7 +114,7 @@ int run_predict(const PredictSettings& s) {
       data::load_image(path, shape[0], shape[1], shape[2], pixels.data(), s.max_image_pixels);
     } catch (const Error& e) {
       if (s.json)
-        std::printf("%s\n", nlohmann::json{{"image", path}, {"error", e.what()}}.dump().c_str());
+        print_json_line(with_text(with_text({}, "image", path), "error", e.what()));
       else
         std::fprintf(stderr, "lockstep: %s\n", e.what());
       ++failures;
@@ -110,8 +137,10 @@ int run_predict(const PredictSettings& s) {
     if (s.json) {
       nlohmann::json top_classes = nlohmann::json::array();
       for (const Ranked& r : ranked)
-        top_classes.push_back({{"class", class_name(r.index)}, {"index", r.index}, {"probability", r.probability}});
-      std::printf("%s\n", nlohmann::json{{"image", path}, {"top", top_classes}}.dump().c_str());
+        top_classes.push_back(with_text({{"index", r.index}, {"probability", r.probability}}, "class", class_name(r.index)));
+      nlohmann::json line = with_text({}, "image", path);
+      line["top"] = top_classes;
+      print_json_line(line);
     } else {
       std::printf("%-*s", static_cast<int>(path_width), path.c_str());
       for (const Ranked& r : ranked) std::printf("  %-16s %6.2f%%", class_name(r.index).c_str(), 100.0 * r.probability);

@@ -23,8 +23,7 @@ ProgressReporter::ProgressReporter(int64_t epochs, int loader_threads, const std
                                    bool append_metrics)
     : epochs_(epochs), loader_threads_(loader_threads), terminal_(isatty(STDERR_FILENO) != 0) {
   if (!metrics_path.empty()) {
-    metrics_.open(metrics_path, append_metrics ? std::ios::app : std::ios::trunc);
-    LS_CHECK(metrics_.good(), "cannot write the metrics file ", metrics_path);
+    metrics_.open(metrics_path, append_metrics);
   }
 }
 
@@ -36,9 +35,7 @@ void ProgressReporter::break_line() {
 }
 
 void ProgressReporter::write_json(const std::string& line) {
-  if (!metrics_.is_open()) return;
-  metrics_ << line << '\n';
-  metrics_.flush();
+  metrics_.write_line(line);
 }
 
 void ProgressReporter::step_loss(int64_t step, double loss, double accuracy) {

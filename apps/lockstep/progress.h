@@ -4,12 +4,12 @@
 // the loader is the bottleneck, the per-class table at the end, and the
 // optional JSON-lines metrics file.
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "training/trainer.h"
+#include "metrics_file.h"
 
 namespace lockstep::app {
 
@@ -37,7 +37,7 @@ private:
   bool bar_open_ = false;
   bool warned_data_ = false;
   int64_t last_plain_decile_ = -1;
-  std::ofstream metrics_;
+  MetricsFile metrics_;
 };
 
 // "1:02:03" or "2:03".

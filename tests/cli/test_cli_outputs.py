@@ -8,6 +8,7 @@ data set of the machine's, whatever the binary does.
 import gzip
 import json
 import os
+import resource
 import signal
 import struct
 import subprocess
@@ -155,6 +156,19 @@ class CliOutputs(CliTestCase):
         e = subprocess.run([BIN, "eval", "--checkpoint", ck, "--devices", "cpu"], cwd=self.tmp, capture_output=True)
         self.assertEqual(e.returncode, 0, e.stderr)
         self.assertIn(b"caf\xe9 ", e.stdout)  # the class's own bytes, matched to its folder again
+        # predict --json: every line is JSON (UTF-8), with the exact bytes of a name that is not
+        # UTF-8 beside it as hex (before: an abort on nlohmann's type_error 316).
+        image = os.path.join(os.fsencode(data), b"\xff\xfe", b"0.png")
+        odd = os.path.join(os.fsencode(self.tmp), b"\xe9t\xe9.png")
+        with open(image, "rb") as f, open(odd, "wb") as g:
+            g.write(f.read())
+        p = subprocess.run([BIN, "predict", "--checkpoint", ck, "--json", "--top", "3", odd], cwd=self.tmp,
+                           capture_output=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        line = json.loads(p.stdout.decode("utf-8"))
+        self.assertEqual(bytes.fromhex(line["image_hex"]), odd)
+        self.assertEqual(sorted(bytes.fromhex(c["class_hex"]) if "class_hex" in c else c["class"].encode()
+                                for c in line["top"]), sorted([b"caf\xe9", b"plain", b"\xff\xfe"]))
 
     def test_skip_bad_images_applies_to_the_test_set(self):
         data = self.path("photos")
@@ -274,6 +288,38 @@ class CliOutputs(CliTestCase):
         os.kill(gnuplot, signal.SIGKILL)
         self.assertEqual(os.listdir(tmpdir), [])
         self.assertFalse(os.path.exists(self.path("curve.png")))
+
+    def test_a_metrics_file_that_cannot_grow_stops_the_run_with_whole_lines_and_the_checkpoint_kept(self):
+        # A full disk, as the file-size limit gives it (EFBIG where ENOSPC would come): the
+        # metrics file reaches the limit within the first step of the resumed epoch. Before,
+        # the line was cut mid-way, the later ones were lost, and the run ended with exit 0.
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        ck, metrics = self.path("ck"), self.path("m.jsonl")
+        r = run(["train"] + ONE + ["--data", data, "--checkpoint", ck, "--metrics", metrics], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kept = read(ck)
+        with open(metrics) as f:
+            line = f.readline()
+        limit = len(kept) + 4096
+        with open(metrics, "a") as f:  # lines of lockstep's own, up to a few bytes short of the limit
+            while os.path.getsize(metrics) + len(line) < limit:
+                f.write(line)
+                f.flush()
+            pad = limit - 10 - os.path.getsize(metrics) - len('{"type":"pad","x":""}\n')
+            f.write('{"type":"pad","x":"%s"}\n' % ("x" * pad))
+        before = read(metrics)
+
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG instead of a kill
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        r = subprocess.run([BIN, "train", "--resume", ck, "--epochs", "2", "--metrics", metrics], cwd=self.tmp,
+                           capture_output=True, text=True, errors="replace", timeout=300, preexec_fn=limited)
+        self.assertGreater(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("cannot write the metrics file " + metrics + ": File too large", r.stderr)
+        self.assertEqual(read(metrics), before)  # cut back to its last whole line
+        self.assertEqual(read(ck), kept)
 
     def test_pictures_never_overwrite_inputs_checkpoints_or_other_files(self):
         data = self.path("data")

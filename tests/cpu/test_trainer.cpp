@@ -113,6 +113,15 @@ TEST_CASE("a loss that stops being finite ends training and keeps the last good 
   REQUIRE(std::string((std::istreambuf_iterator<char>(again)), {}) == good);
 }
 
+TEST_CASE("a run that diverges before its first checkpoint says none was written", "[trainer]") {
+  data_test::TempDir dir;
+  std::string ck = dir / "ck.safetensors";
+  REQUIRE_THROWS_WITH(train(1, 1e30f, ck),
+                      Catch::Contains("the loss became") && Catch::Contains("no checkpoint was written") &&
+                          !Catch::Contains("last good checkpoint"));
+  REQUIRE_FALSE(std::filesystem::exists(ck));
+}
+
 TEST_CASE("two trainers on two threads give the results each gives alone", "[trainer]") {
   Run alone = train(2, 0.05f);
   Run a, b;

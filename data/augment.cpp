@@ -8,6 +8,13 @@
 
 namespace lockstep::data {
 
+Normalization imagenet_normalization() { return {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}}; }
+
+Normalization no_normalization(int64_t channels) {
+  return {std::vector<float>(static_cast<size_t>(channels), 0.0f), std::vector<float>(static_cast<size_t>(channels), 1.0f)};
+}
+
+
 Normalization compute_normalization(const Dataset& dataset, int64_t max_samples, bool skip_bad) {
   const Shape shape = dataset.sample_shape();
   const int64_t channels = shape[0], plane = shape[1] * shape[2];

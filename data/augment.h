@@ -16,6 +16,12 @@ struct Normalization {
   std::vector<float> mean, std;
 };
 
+// ImageNet's RGB mean and standard deviation (on pixels in [0, 1]), which
+// torchvision's and timm's pretrained weights expect.
+Normalization imagenet_normalization();
+// Mean 0 and standard deviation 1 for each of `channels`: the pixels as they are.
+Normalization no_normalization(int64_t channels);
+
 // Mean and population standard deviation per channel over the data set, or
 // over `max_samples` evenly spaced samples of it when 0 < max_samples < size
 // (enough for statistics, without decoding a whole image folder). A channel

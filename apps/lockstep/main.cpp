@@ -124,6 +124,12 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_option("--metrics", train.metrics, "write JSON lines of steps and epochs here"), "--metrics");
   flag(train_cmd->add_option("--augment", train.augment, "none or crop-flip")->check(CLI::IsMember({"none", "crop-flip"})),
        "--augment");
+  flag(train_cmd->add_option("--normalize", train.normalize,
+                             "dataset (the training set's mean and std per channel), imagenet (ImageNet's RGB mean "
+                             "and std, what pretrained weights expect) or none. Default: imagenet with --init on "
+                             "RGB data, else dataset")
+           ->check(CLI::IsMember({"dataset", "imagenet", "none"})),
+       "--normalize");
   flag(train_cmd->add_option("--input", train.input, "image folders: resize to CxHxW"), "--input");
   flag(train_cmd->add_option("--threads", train.threads, "loader threads")->check(CLI::PositiveNumber), "--threads");
   flag(train_cmd->add_option("--limit", train.limit, "train on this many samples only")

@@ -69,6 +69,7 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"schedule", s.schedule},
           {"warmup_epochs", exact(s.warmup_epochs)},
           {"augment", s.augment},
+          {"normalize", s.normalize},
           {"input", s.input},
           {"limit", std::to_string(s.limit)},
           {"test_limit", std::to_string(s.test_limit)},
@@ -89,6 +90,7 @@ std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::ma
       {"seed", "--seed"},           {"batch", "--batch"},
       {"limit", "--limit"},         {"drop_last", "--drop-last"},
       {"input", "--input"},         {"augment", "--augment"},
+      {"normalize", "--normalize"},
       {"precision", "--precision"}, {"dropout", "--no-dropout"},
       {"sync_bn", "--sync-bn"},     {"test_fraction", "--test-fraction"}};
   const std::map<std::string, std::string> now = to_metadata(s);
@@ -126,6 +128,7 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("schedule", "--schedule", [&](const std::string& v) { s.schedule = v; });
   take("warmup_epochs", "--warmup-epochs", [&](const std::string& v) { s.warmup_epochs = std::stod(v); });
   take("augment", "--augment", [&](const std::string& v) { s.augment = v; });
+  take("normalize", "--normalize", [&](const std::string& v) { s.normalize = v; });
   take("input", "--input", [&](const std::string& v) { s.input = v; });
   take("limit", "--limit", [&](const std::string& v) { s.limit = std::stoll(v); });
   take("test_limit", "--test-limit", [&](const std::string& v) { s.test_limit = std::stoll(v); });

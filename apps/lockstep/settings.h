@@ -36,6 +36,12 @@ struct TrainSettings {
   std::string init;             // pretrained weights (safetensors state dict) a tv-* model starts from; not saved
   std::string metrics;
   std::string augment;          // "none" or "crop-flip"
+  // dataset (the training set's mean and std per channel), imagenet
+  // (ImageNet's, which pretrained weights expect) or none. Empty until
+  // resolved once the data is open: imagenet with --init on RGB data,
+  // dataset otherwise. Saved, with the values, so eval, predict and
+  // --resume normalise alike.
+  std::string normalize;
   std::string input = "3x32x32"; // image folders: CxHxW the images are resized to
   int threads = 2;              // loader threads
   int64_t limit = 0;            // use only the first N training samples (0: all)

@@ -92,6 +92,8 @@ void validate(const TrainSettings& s) {
   LS_CHECK(s.warmup_epochs >= 0.0, "--warmup-epochs must not be negative, got ", s.warmup_epochs);
   LS_CHECK(s.threads >= 1, "--threads must be at least 1, got ", s.threads);
   LS_CHECK(s.augment == "none" || s.augment == "crop-flip", "--augment ", s.augment, ": expected none or crop-flip");
+  LS_CHECK(s.normalize.empty() || s.normalize == "dataset" || s.normalize == "imagenet" || s.normalize == "none",
+           "--normalize ", s.normalize, ": expected dataset, imagenet or none");
   LS_CHECK(s.max_image_pixels >= 1, "--max-image-pixels must be at least 1, got ", s.max_image_pixels);
   LS_CHECK(s.test_fraction >= 0.0 && s.test_fraction < 1.0, "--test-fraction must lie in [0, 1), got ",
            s.test_fraction);
@@ -286,6 +288,16 @@ TrainData open_data(const TrainSettings& s, const std::vector<std::string>& give
   return d;
 }
 
+// --normalize not given (nor saved in the checkpoint resumed): imagenet for
+// pretrained weights (--init) on RGB data, which is what they were trained
+// with, else dataset. Returns whether imagenet was chosen so.
+bool resolve_normalize(TrainSettings& s, const TrainData& d) {
+  if (!s.normalize.empty()) return false;
+  const bool imagenet = !s.init.empty() && d.train->sample_shape()[0] == 3;
+  s.normalize = imagenet ? "imagenet" : "dataset";
+  return imagenet;
+}
+
 // The training loader (augmentation, the checkpoint's normalisation when
 // resuming) and the test loader, whose first batch is checked against the
 // training set's shape and classes.
@@ -304,8 +316,21 @@ Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, 
     loader_config.augment.crop_padding = d.train->sample_shape()[1] >= 32 ? 4 : 2;
     loader_config.augment.horizontal_flip = true;
   }
-  if (!s.resume.empty() && resume_info.extra.count("normalization"))
+  // Resumed, the checkpoint's values (unless --normalize changed the kind,
+  // with --force); else --normalize's, the data set's computed by the loader.
+  const auto saved_kind = resume_info.extra.find("normalize");
+  const bool kind_changed = saved_kind != resume_info.extra.end() && saved_kind->second != s.normalize;
+  const int64_t channels = d.train->sample_shape()[0];
+  if (!s.resume.empty() && resume_info.extra.count("normalization") && !kind_changed) {
     loader_config.normalization = normalization_from_json(resume_info.extra.at("normalization"));
+  } else if (s.normalize == "imagenet") {
+    LS_CHECK(channels == 3, "--normalize imagenet: ImageNet's mean and std are per RGB channel, and ", s.data,
+             " has samples of ", channels, " channel", channels == 1 ? "" : "s",
+             "; give --normalize dataset or none (or --input 3xHxW for an image folder)");
+    loader_config.normalization = data::imagenet_normalization();
+  } else if (s.normalize == "none") {
+    loader_config.normalization = data::no_normalization(channels);
+  }
   Loaders loaders;
   loaders.train = std::make_unique<data::Loader>(d.train, loader_config);
   if (d.test) {
@@ -493,6 +518,7 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   }
 
   const TrainData train_data = open_data(s, given);
+  const bool imagenet_by_default = resolve_normalize(s, train_data);
   if (!s.resume.empty()) check_resumed_data(s, resume_info, *train_data.train, first);
   Loaders loaders = make_loaders(s, resume_info, train_data);
   const std::string spec = choose_model_spec(s, given, resume_info, *train_data.train);
@@ -530,6 +556,8 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
 
   if (!first) return finish_quietly(trainer);
   print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
+  if (imagenet_by_default)
+    std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
   if (pretrained) {
     std::printf("initialised from %s: %lld tensors (%s names)\n", s.init.c_str(),
                 static_cast<long long>(init_result.tensors),

@@ -53,6 +53,7 @@ std::vector<NamedSetting> run_settings(const TrainSettings& s, const std::string
       {"schedule", "--schedule"},
       {"warmup_epochs", "--warmup-epochs"},
       {"augment", "--augment"},
+      {"normalize", "--normalize"},
       {"input", "--input"},
       {"limit", "--limit"},
       {"test_limit", "--test-limit"},

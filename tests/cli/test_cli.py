@@ -598,6 +598,8 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("initialised from %s: 100 tensors (torchvision names)" % weights, r.stdout)
         self.assertIn("the classifier fc was re-initialised: 3 classes in the file, 2 here", r.stdout)
+        # RGB data and pretrained weights: ImageNet's normalisation unless --normalize says otherwise.
+        self.assertIn("normalised with ImageNet's mean and std, which pretrained weights expect", r.stdout)
 
         # Refusals, each naming what is wrong.
         pth = self.path("resnet18.pth")

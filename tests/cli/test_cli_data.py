@@ -5,18 +5,22 @@ A checkpoint keeps its class names, its data's absolute path and the data's
 identity (sample and class counts, a fingerprint). Before these checks a
 renamed class folder gave 0.00% under the old names in eval and a resumed run
 trained on permuted labels; a relative --data was found again from whatever
-folder the later command ran in.
+folder the later command ran in. --normalize chooses the normalisation that
+the checkpoint then carries to eval, predict and --resume.
 """
+import json
 import os
+import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cli_outputs import BIN, CliTestCase, count_steps, png, read, run, write_image_folder  # noqa: E402
+from test_cli_outputs import BIN, CliTestCase, count_steps, png, read, run, write_idx, write_image_folder  # noqa: E402
 
 QUICK = ["--devices", "cpu", "--model", "mlp", "--batch", "8", "--lr", "0.05", "--seed", "3", "--input", "1x8x8"]
 
@@ -105,6 +109,57 @@ class CliData(CliTestCase):
         r = run(["train", "--resume", ck2, "--devices", "cpu"], self.tmp)
         self.assert_refused(r, "--resume " + ck2, "of an epoch", "the training data at " + slow, "changed since",
                             "samples: 270 then, ")
+
+    def normalization(self, ck):
+        blob = read(ck)
+        (size,) = struct.unpack("<Q", blob[:8])
+        meta = json.loads(blob[8:8 + size])["__metadata__"]
+        values = json.loads(meta["extra.normalization"])
+        return meta["extra.normalize"], values["mean"], values["std"]
+
+    def test_normalize_is_saved_and_kept_by_eval_and_resume(self):
+        data = self.path("data")
+        write_image_folder(data, [b"cat", b"dog"], 10)
+        rgb = QUICK[:-1] + ["3x8x8"]
+        ck = self.path("ck")
+
+        def train(*extra):
+            return run(["train"] + rgb + ["--epochs", "1", "--data", data, "--checkpoint", ck] + list(extra), self.tmp)
+
+        r = train("--normalize", "imagenet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kind, mean, std = self.normalization(ck)
+        self.assertEqual(kind, "imagenet")
+        for got, want in zip(mean + std, [0.485, 0.456, 0.406, 0.229, 0.224, 0.225]):
+            self.assertAlmostEqual(got, want, places=6)
+        # eval normalises as the run did: its loss is the run's last test loss.
+        test_loss = float(re.findall(r"test loss ([0-9.]+)", r.stdout)[-1])
+        e = self.evaluate(ck)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        self.assertAlmostEqual(float(re.search(r"loss ([0-9.]+) accuracy", e.stdout).group(1)), test_loss, places=4)
+        # A resume keeps it; another kind would make another run: refused unless --force, which then applies it.
+        before = read(ck)
+        r = run(["train", "--resume", ck, "--epochs", "2", "--normalize", "none"], self.tmp)
+        self.assert_refused(r, "--normalize none differs from the checkpoint's imagenet", "--force")
+        self.assertEqual(read(ck), before)
+        r = run(["train", "--resume", ck, "--epochs", "2", "--normalize", "none", "--force"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.normalization(ck), ("none", [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]))
+        r = run(["train", "--resume", ck, "--epochs", "3"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.normalization(ck), ("none", [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]))
+        # The default is the data set's own statistics; imagenet's needs three channels.
+        os.remove(ck)
+        r = train()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kind, mean, std = self.normalization(ck)
+        self.assertEqual(kind, "dataset")
+        self.assertNotAlmostEqual(mean[0], 0.485, places=3)
+        idx = self.path("idx")
+        write_idx(idx, 32, 8)
+        r = run(["train"] + QUICK[:-2] + ["--epochs", "1", "--data", idx, "--checkpoint", self.path("ck2"),
+                                          "--normalize", "imagenet"], self.tmp)
+        self.assert_refused(r, "--normalize imagenet", "1 channel", "dataset or none")
 
 
 if __name__ == "__main__":

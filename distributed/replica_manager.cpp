@@ -177,7 +177,7 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
     {
       RehearsalGroup rehearsal(r.group->size());
       GroupSwap swap(*r.ctx, &rehearsal);
-      const StepInfo info{options_.seed, step_, slice.offset};
+      const StepInfo info{options_.seed, step_, slice.offset, nullptr, options_.label_smoothing};
       r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), nullptr);
       // Alone (no communicator): the combination's buffers, no collective.
       r.bn_sync.run(*r.model, *r.ctx, nullptr, r.rank, 1.0);
@@ -273,7 +273,7 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
       r.graph.stage(*r.ctx, images, labels, lr, step);
       const int launch_mark = r.ctx->mark_time();
       if (!r.graph.captured()) {
-        const StepInfo info{options_.seed, step, slice.offset, r.graph.step_on_device()};
+        const StepInfo info{options_.seed, step, slice.offset, r.graph.step_on_device(), options_.label_smoothing};
         StepCapture capture(*r.ctx);
         TrainStepResult captured = queue_step(r.graph.images(), r.graph.labels(), info, r.graph.lr_on_device()).result;
         r.graph.keep(capture.finish(), std::move(captured));
@@ -288,7 +288,7 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
       r.times.data += r.ctx->seconds_between(data_mark, launch_mark);
       r.times.forward += r.ctx->seconds_between(launch_mark, end_mark);
     } else {
-      const StepInfo info{options_.seed, step, slice.offset};
+      const StepInfo info{options_.seed, step, slice.offset, nullptr, options_.label_smoothing};
       Queued q = queue_step(images, labels, info, nullptr);
       TrainStepResult& result = q.result;
       const int end_mark = r.ctx->mark_time();

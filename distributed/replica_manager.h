@@ -28,6 +28,7 @@ struct ReplicaOptions {
   std::chrono::milliseconds collective_timeout = default_collective_timeout;
   ContextOptions context;
   uint64_t seed = 0;  // dropout and the like; parameters come from the factory
+  float label_smoothing = 0.0f;  // of the training loss (ops/loss.h); evaluation reports the plain loss
   // The other processes of a multi-process run (MPI), each with as many
   // replicas as this one; null: this process alone. The global batch is then
   // split over every replica of every process (process p's replica r is

@@ -1,7 +1,10 @@
 #pragma once
 // Softmax cross-entropy on one sample's logits row, written once for the CPU
 // loop and the CUDA kernel. The loss of a row is logsumexp(z) - z[label];
-// its gradient is scale * (softmax(z) - onehot(label)).
+// its gradient is scale * (softmax(z) - onehot(label)). With label smoothing
+// e (0 <= e < 1) the target is (1 - e) onehot(label) + e / classes, as
+// PyTorch's CrossEntropyLoss(label_smoothing=e): the loss is logsumexp(z) -
+// (1 - e) z[label] - e mean(z), the gradient scale * (softmax(z) - target).
 #include <math.h>
 #include <stdint.h>
 
@@ -37,9 +40,23 @@ LS_HD int row_argmax(const float* z, int classes) {
   return best;
 }
 
-// d(scale * loss)/dz[k] for one row, from the row's logsumexp.
-LS_HD float cross_entropy_grad(float z, float logsumexp, bool is_label, float scale) {
-  return scale * (expf(z - logsumexp) - (is_label ? 1.0f : 0.0f));
+// The target probability of class k (is_label: k is the row's label). With
+// e = 0 it is exactly 1 or 0, so unsmoothed gradients keep their bits.
+LS_HD float smoothed_target(bool is_label, float smoothing, int classes) {
+  return (is_label ? 1.0f - smoothing : 0.0f) + smoothing / static_cast<float>(classes);
+}
+
+// The loss of one row from its logsumexp, its label's logit and (only used
+// when smoothing) the mean of its logits.
+LS_HD double row_loss(float logsumexp, float z_label, float z_mean, float smoothing) {
+  if (smoothing == 0.0f) return static_cast<double>(logsumexp - z_label);
+  return static_cast<double>(logsumexp) - (1.0 - static_cast<double>(smoothing)) * static_cast<double>(z_label) -
+         static_cast<double>(smoothing) * static_cast<double>(z_mean);
+}
+
+// d(scale * loss)/dz[k] for one row, from the row's logsumexp and class k's target.
+LS_HD float cross_entropy_grad(float z, float logsumexp, float target, float scale) {
+  return scale * (expf(z - logsumexp) - target);
 }
 
 }  // namespace lockstep

@@ -20,7 +20,9 @@ void check_labels(const Tensor& labels, int64_t classes) {
 }
 
 namespace {
-int check_loss_shapes(const Tensor& logits, const Tensor& labels, const Tensor* logits_grad) {
+int check_loss_shapes(const Tensor& logits, const Tensor& labels, const Tensor* logits_grad, float smoothing) {
+  LS_CHECK(smoothing >= 0.0f && smoothing < 1.0f, "softmax_cross_entropy: label smoothing ", smoothing,
+           " outside [0, 1)");
   LS_CHECK(logits.shape().rank() == 2, "softmax_cross_entropy: logits must be [N, classes], got ",
            logits.shape().str());
   LS_CHECK(labels.numel() == logits.dim(0), "softmax_cross_entropy: ", labels.numel(), " labels for ", logits.dim(0),
@@ -31,15 +33,15 @@ int check_loss_shapes(const Tensor& logits, const Tensor& labels, const Tensor* 
   return static_cast<int>(logits.dim(1));
 }
 
-LossSums cpu_loss(const Tensor& logits, const Tensor& labels, int classes, float scale, float* grad) {
+LossSums cpu_loss(const Tensor& logits, const Tensor& labels, int classes, float scale, float* grad, float smoothing) {
   check_labels(labels, classes);
-  return cpu::softmax_cross_entropy(logits.data(), labels.labels(), logits.dim(0), classes, scale, grad);
+  return cpu::softmax_cross_entropy(logits.data(), labels.labels(), logits.dim(0), classes, scale, grad, smoothing);
 }
 }  // namespace
 
 StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
-                                  Tensor* logits_grad) {
-  const int classes = check_loss_shapes(logits, labels, logits_grad);
+                                  Tensor* logits_grad, float label_smoothing) {
+  const int classes = check_loss_shapes(logits, labels, logits_grad, label_smoothing);
   [[maybe_unused]] const DType dtype = check_stored("softmax_cross_entropy", ctx, {&logits, logits_grad});
   int64_t rows = logits.dim(0);
   StepMetrics m;
@@ -47,7 +49,7 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
   if (rows == 0) return m;
   LossSums sums = dispatch(
       "softmax_cross_entropy", ctx,
-      [&] { return cpu_loss(logits, labels, classes, scale, elems<float>(logits_grad)); },
+      [&] { return cpu_loss(logits, labels, classes, scale, elems<float>(logits_grad), label_smoothing); },
       LS_CUDA_TWIN(gpu, {
         DeviceGuard guard(gpu.device);  // the host waits for the result anyway: the guard costs nothing that matters
         cuda::LossScratch scratch{gpu.reduce_scratch, CudaState::reduce_scratch_bytes, gpu.readback,
@@ -55,7 +57,7 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
         return with_stored_type(dtype, [&](auto tag) {
           using T = decltype(tag);
           return cuda::softmax_cross_entropy(gpu.compute_stream, scratch, elems<T>(logits), labels.labels(), rows,
-                                             classes, scale, elems<T>(logits_grad));
+                                             classes, scale, elems<T>(logits_grad), label_smoothing);
         });
       }));
   m.loss_sum = sums.loss_sum;
@@ -64,8 +66,8 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
 }
 
 MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
-                                             Tensor* logits_grad) {
-  const int classes = check_loss_shapes(logits, labels, logits_grad);
+                                             Tensor* logits_grad, float label_smoothing) {
+  const int classes = check_loss_shapes(logits, labels, logits_grad, label_smoothing);
   [[maybe_unused]] const DType dtype = check_stored("softmax_cross_entropy", ctx, {&logits, logits_grad});
   const int64_t rows = logits.dim(0);
   return dispatch(
@@ -74,7 +76,7 @@ MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits,
         StepMetrics m;
         m.count = rows;
         if (rows > 0) {
-          LossSums sums = cpu_loss(logits, labels, classes, scale, elems<float>(logits_grad));
+          LossSums sums = cpu_loss(logits, labels, classes, scale, elems<float>(logits_grad), label_smoothing);
           m.loss_sum = sums.loss_sum;
           m.correct = sums.correct;
         }
@@ -88,7 +90,7 @@ MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits,
         with_stored_type(dtype, [&](auto tag) {
           using T = decltype(tag);
           cuda::softmax_cross_entropy_queued(gpu.compute_stream, scratch, elems<T>(logits), labels.labels(), rows,
-                                             classes, scale, elems<T>(logits_grad), result, host);
+                                             classes, scale, elems<T>(logits_grad), result, host, label_smoothing);
         });
         // The labels tensor is kept alive for the bad-label message.
         return [state = &gpu, host, labels, rows, classes] {

@@ -2,6 +2,8 @@
 // Softmax cross-entropy with integer labels. Returns the unscaled loss sum and
 // correct count; when `logits_grad` is defined writes scale * dLoss/dlogits
 // into it (the replica manager passes scale = 1/B, B the global batch).
+// `label_smoothing` e in [0, 1) trains towards (1 - e) onehot + e / classes
+// (PyTorch's CrossEntropyLoss(label_smoothing=e); kernels/loss_math.h).
 // The logits and their gradient are both f32 or, on a GPU, both bf16; the
 // loss is FP32 (summed in double) either way.
 #include "runtime/context.h"
@@ -11,7 +13,7 @@
 namespace lockstep::ops {
 
 StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
-                                  Tensor* logits_grad);
+                                  Tensor* logits_grad, float label_smoothing = 0.0f);
 
 // The loss pass of a training step: the same result, but on a GPU the sums
 // stay on the device, copied to pinned memory on the compute stream, and the
@@ -19,7 +21,7 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
 // reported then). On the CPU it is computed at once and the read-back only
 // returns it. The read-back is valid until the next queued pass on `ctx`.
 MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
-                                             Tensor* logits_grad);
+                                             Tensor* logits_grad, float label_smoothing = 0.0f);
 
 // Throws an Error naming the first label outside [0, classes).
 void check_labels(const Tensor& labels, int64_t classes);

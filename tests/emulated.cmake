@@ -6,6 +6,7 @@ if(NOT LOCKSTEP_GPU STREQUAL "emulated")
   return()
 endif()
 foreach(t test_two_emulated_devices_train_as_the_cpu test_two_emulated_devices_train_in_nhwc_as_the_cpu_in_nchw
+          test_label_smoothing_trains_on_two_emulated_devices_as_on_the_cpu
           test_bf16_trains_on_an_emulated_gpu_as_on_the_cpu
           test_bf16_on_an_emulated_gpu_keeps_a_given_nchw_and_resumes_in_it
           test_bf16_with_sync_bn_on_emulated_gpus_trains_in_nhwc

@@ -107,6 +107,11 @@ int main(int argc, char** argv) {
                              "scale the gradients down to this global L2 norm when above it (0: off)")
            ->check(CLI::NonNegativeNumber),
        "--clip-grad-norm");
+  flag(train_cmd->add_option("--label-smoothing", train.label_smoothing,
+                             "E in [0, 1): train towards (1 - E) on the label and E spread over all classes "
+                             "(PyTorch's CrossEntropyLoss(label_smoothing=E)); test losses stay plain cross-entropy")
+           ->check(CLI::Range(0.0f, 0.999999f)),
+       "--label-smoothing");
   flag(train_cmd->add_option("--schedule", train.schedule, "constant, step or cosine")
            ->check(CLI::IsMember({"constant", "step", "cosine"})),
        "--schedule");

@@ -26,6 +26,7 @@ struct TrainSettings {
   bool nesterov = false;
   float weight_decay = 5e-4f;
   float clip_grad_norm = 0.0f;  // 0: no gradient clipping
+  float label_smoothing = 0.0f; // e in [0, 1): train towards (1 - e) onehot + e / classes
   std::string schedule = "cosine";
   double warmup_epochs = 0.0;
   std::string devices = "all";

@@ -92,6 +92,8 @@ void validate(const TrainSettings& s) {
   LS_CHECK(s.warmup_epochs >= 0.0, "--warmup-epochs must not be negative, got ", s.warmup_epochs);
   LS_CHECK(s.threads >= 1, "--threads must be at least 1, got ", s.threads);
   LS_CHECK(s.augment == "none" || s.augment == "crop-flip", "--augment ", s.augment, ": expected none or crop-flip");
+  LS_CHECK(s.label_smoothing >= 0.0f && s.label_smoothing < 1.0f, "--label-smoothing ", s.label_smoothing,
+           ": expected a number in [0, 1)");
   LS_CHECK(s.normalize.empty() || s.normalize == "dataset" || s.normalize == "imagenet" || s.normalize == "none",
            "--normalize ", s.normalize, ": expected dataset, imagenet or none");
   LS_CHECK(s.max_image_pixels >= 1, "--max-image-pixels must be at least 1, got ", s.max_image_pixels);
@@ -357,6 +359,7 @@ std::string choose_model_spec(const TrainSettings& s, const std::vector<std::str
 ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   ReplicaOptions options;
   options.seed = s.seed;
+  options.label_smoothing = s.label_smoothing;
   options.processes = world;
   options.collective_timeout = collective_timeout();
   options.context.sync_batch_norm = s.sync_bn;

@@ -50,6 +50,7 @@ std::vector<NamedSetting> run_settings(const TrainSettings& s, const std::string
       {"nesterov", "--nesterov"},
       {"weight_decay", "--weight-decay"},
       {"clip_grad_norm", "--clip-grad-norm"},
+      {"label_smoothing", "--label-smoothing"},
       {"schedule", "--schedule"},
       {"warmup_epochs", "--warmup-epochs"},
       {"augment", "--augment"},

@@ -5,15 +5,20 @@
 namespace lockstep::cpu {
 
 LossSums softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows, int classes, float scale,
-                               float* grad) {
+                               float* grad, float smoothing) {
   LossSums sums;
   for (int64_t r = 0; r < rows; ++r) {
     const float* z = logits + r * classes;
     float lse = row_logsumexp(z, classes, row_max(z, classes));
-    sums.loss_sum += static_cast<double>(lse - z[labels[r]]);
+    float z_sum = 0.0f;
+    if (smoothing != 0.0f)
+      for (int k = 0; k < classes; ++k) z_sum += z[k];
+    sums.loss_sum += row_loss(lse, z[labels[r]], z_sum / static_cast<float>(classes), smoothing);
     sums.correct += row_argmax(z, classes) == labels[r] ? 1 : 0;
     if (grad)
-      for (int k = 0; k < classes; ++k) grad[r * classes + k] = cross_entropy_grad(z[k], lse, k == labels[r], scale);
+      for (int k = 0; k < classes; ++k)
+        grad[r * classes + k] =
+            cross_entropy_grad(z[k], lse, smoothed_target(k == labels[r], smoothing, classes), scale);
   }
   return sums;
 }

@@ -8,9 +8,10 @@ namespace lockstep::cpu {
 using lockstep::LossSums;
 
 // Softmax cross-entropy over `rows` rows of `classes` logits with integer labels
-// (already checked to lie in [0, classes)). Writes scale * dLoss/dlogits into
-// `grad` when it is not null.
+// (already checked to lie in [0, classes)), with label smoothing `smoothing`
+// (kernels/loss_math.h). Writes scale * dLoss/dlogits into `grad` when it is
+// not null.
 LossSums softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows, int classes, float scale,
-                               float* grad);
+                               float* grad, float smoothing = 0.0f);
 
 }  // namespace lockstep::cpu

@@ -39,7 +39,7 @@ constexpr size_t kHostScratchBytes = sizeof(LossResult) + sizeof(int32_t);
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     cross_entropy_rows(const T* logits, const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                       LossPartial* partials, LossResult* result) {
+                       float smoothing, LossPartial* partials, LossResult* result) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   double loss_sum = 0.0;
@@ -74,12 +74,18 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = lane; k < classes; k += 32) sum += expf(load(z, k) - best);
     for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(kFullMask, sum, offset);
     const float logsumexp = best + logf(sum);
+    // The mean logit, which only the smoothed loss needs.
+    float z_sum = 0.0f;
+    if (smoothing != 0.0f) {
+      for (int k = lane; k < classes; k += 32) z_sum += load(z, k);
+      for (int offset = 16; offset > 0; offset >>= 1) z_sum += __shfl_xor_sync(kFullMask, z_sum, offset);
+    }
 
     const int label = labels[r];
     const bool valid = label >= 0 && label < classes;
     if (lane == 0) {
       if (valid) {
-        loss_sum += static_cast<double>(logsumexp - load(z, label));
+        loss_sum += row_loss(logsumexp, load(z, label), z_sum / static_cast<float>(classes), smoothing);
         correct += best_index == label ? 1 : 0;
       } else {
         atomicMin(&result->bad_row, static_cast<unsigned long long>(r));
@@ -87,7 +93,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (grad)
       for (int k = lane; k < classes; k += 32)
-        store(grad, r * classes + k, cross_entropy_grad(load(z, k), logsumexp, k == label, scale));
+        store(grad, r * classes + k,
+              cross_entropy_grad(load(z, k), logsumexp, smoothed_target(k == label, smoothing, classes), scale));
   }
 
   __shared__ double warp_loss[kWarpsPerBlock];
@@ -138,12 +145,13 @@ namespace {
 // Queues the two kernels that leave the pass's sums in `result`.
 template <typename T>
 void queue_loss_pass(cudaStream_t stream, void* device_scratch, const T* logits, const int32_t* labels, int64_t rows,
-                     int classes, float scale, T* grad, LossResult* result) {
+                     int classes, float scale, T* grad, float smoothing, LossResult* result) {
   auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(device_scratch) + kPartialsOffset);
   const int blocks = static_cast<int>(std::min<int64_t>(kMaxBlocks, (rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
   // All bytes 0xff: bad_row = kNoBadRow.
   LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
-  LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows<T>)(logits, labels, rows, classes, scale, grad, partials, result);
+  LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows<T>)(logits, labels, rows, classes, scale, grad, smoothing, partials,
+                                                                 result);
   LS_CUDA_CHECK_LAUNCH("cross_entropy_rows");
   LS_LAUNCH(1, kThreads, 0, stream, sum_partials)(partials, blocks, result);
   LS_CUDA_CHECK_LAUNCH("sum_partials");
@@ -167,7 +175,7 @@ LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const 
 template <typename T>
 void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const T* logits,
                                   const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                                  LossResult* result, LossResult* host_result) {
+                                  LossResult* result, LossResult* host_result, float smoothing) {
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
   LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes, "softmax_cross_entropy: scratch of ", scratch.device_bytes,
            " device bytes, needs ", kDeviceScratchBytes);
@@ -175,21 +183,22 @@ void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratc
     LS_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(LossResult), stream));
     LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
   } else {
-    queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, result);
+    queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, smoothing, result);
   }
   LS_CUDA_CHECK(cudaMemcpyAsync(host_result, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
 }
 
 template <typename T>
 LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const T* logits,
-                               const int32_t* labels, int64_t rows, int classes, float scale, T* grad) {
+                               const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
+                               float smoothing) {
   if (rows <= 0) return LossSums{};
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
   LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes && scratch.host_bytes >= kHostScratchBytes,
            "softmax_cross_entropy: scratch of ", scratch.device_bytes, " device and ", scratch.host_bytes,
            " host bytes, needs ", kDeviceScratchBytes, " and ", kHostScratchBytes);
   auto* result = static_cast<LossResult*>(scratch.device);
-  queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, result);
+  queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, smoothing, result);
   auto* host = static_cast<LossResult*>(scratch.host);
   LS_CUDA_CHECK(cudaMemcpyAsync(host, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -198,9 +207,9 @@ LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, 
 
 #define LS_INSTANTIATE(T)                                                                                        \
   template LossSums softmax_cross_entropy<T>(cudaStream_t, const LossScratch&, const T*, const int32_t*, int64_t, \
-                                             int, float, T*);                                                    \
+                                             int, float, T*, float);                                             \
   template void softmax_cross_entropy_queued<T>(cudaStream_t, const LossScratch&, const T*, const int32_t*,      \
-                                                int64_t, int, float, T*, LossResult*, LossResult*);
+                                                int64_t, int, float, T*, LossResult*, LossResult*, float);
 LS_INSTANTIATE(float)
 LS_INSTANTIATE(bf16_bits)
 #undef LS_INSTANTIATE

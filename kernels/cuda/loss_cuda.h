@@ -26,9 +26,11 @@ struct LossScratch {
 // outside [0, classes) raises an Error naming the first such sample. T, the
 // stored type of the logits and their gradient: float or bf16_bits
 // (kernels/stored_type.h); the loss is summed in double either way.
+// `smoothing`: label smoothing (kernels/loss_math.h), 0 for none.
 template <typename T>
 LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const T* logits,
-                               const int32_t* labels, int64_t rows, int classes, float scale, T* grad);
+                               const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
+                               float smoothing = 0.0f);
 
 // What the loss pass leaves on the device: the sums, and the smallest row
 // whose label is outside [0, classes) (kNoBadRow when none is).
@@ -47,7 +49,7 @@ inline constexpr size_t kLossResultBytes = sizeof(LossResult);
 template <typename T>
 void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const T* logits,
                                   const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                                  LossResult* result, LossResult* host_result);
+                                  LossResult* result, LossResult* host_result, float smoothing = 0.0f);
 
 // The sums of a read-back result. A bad row raises an Error naming the
 // sample and its label (read from `labels` on the device through `stream`,

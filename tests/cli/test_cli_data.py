@@ -9,6 +9,7 @@ folder the later command ran in. --normalize chooses the normalisation that
 the checkpoint then carries to eval, predict and --resume.
 """
 import json
+import math
 import os
 import re
 import shutil
@@ -160,6 +161,35 @@ class CliData(CliTestCase):
         r = run(["train"] + QUICK[:-2] + ["--epochs", "1", "--data", idx, "--checkpoint", self.path("ck2"),
                                           "--normalize", "imagenet"], self.tmp)
         self.assert_refused(r, "--normalize imagenet", "1 channel", "dataset or none")
+
+    def test_label_smoothing_trains_saved_and_resumed(self):
+        data = self.path("idx")
+        write_idx(data, 64, 8)
+        base = ["train"] + QUICK[:-2] + ["--epochs", "1", "--data", data]
+        losses = {}
+        for name, extra in (("plain", []), ("zero", ["--label-smoothing", "0"]), ("smooth", ["--label-smoothing", "0.3"])):
+            r = run(base + ["--checkpoint", self.path(name), "--metrics", self.path(name + ".jsonl")] + extra, self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(self.path(name + ".jsonl")) as f:
+                losses[name] = [json.loads(line)["loss"] for line in f if '"step"' in line]
+        # 0 is the plain loss to the bit; 0.3 another loss from the first step on (same weights, same batch).
+        self.assertEqual(losses["zero"], losses["plain"])
+        self.assertNotEqual(losses["smooth"][0], losses["plain"][0])
+        self.assertTrue(all(math.isfinite(x) for x in losses["smooth"]))
+        blob = read(self.path("smooth"))
+        meta = json.loads(blob[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]
+        self.assertAlmostEqual(float(meta["extra.label_smoothing"]), 0.3, places=6)
+        r = run(["train", "--resume", self.path("smooth"), "--epochs", "2"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        blob = read(self.path("smooth"))
+        meta = json.loads(blob[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]
+        self.assertAlmostEqual(float(meta["extra.label_smoothing"]), 0.3, places=6)
+        for value in ("1", "-0.1", "nan"):
+            with self.subTest(value=value):
+                r = run(base + ["--checkpoint", self.path("bad"), "--label-smoothing", value], self.tmp)
+                self.assertIn(r.returncode, (1, 2), r.stdout + r.stderr)
+                self.assertIn("--label-smoothing", r.stderr)
+                self.assertFalse(os.path.exists(self.path("bad")))
 
 
 if __name__ == "__main__":

@@ -58,9 +58,10 @@ class Emulated(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def train(self, name, devices, precision="fp32"):
+    def train(self, name, devices, precision="fp32", extra=()):
         ck = os.path.join(self.tmp, name)
-        r = run(["train"] + RUN[:-1] + [precision] + devices + ["--checkpoint", ck], self.tmp, timeout=900)
+        r = run(["train"] + RUN[:-1] + [precision] + devices + list(extra) + ["--checkpoint", ck], self.tmp,
+                timeout=900)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return read_safetensors(ck)[1]
 
@@ -83,6 +84,18 @@ class Emulated(unittest.TestCase):
         b = [x for k in sorted(params) for x in floats(cpu[k][1])]
         self.assertGreater(len(b), 1000)
         self.assertLess(normwise_relative(a, b), 1e-4)
+
+    def test_label_smoothing_trains_on_two_emulated_devices_as_on_the_cpu(self):
+        # The smoothed loss's kernel (the mean logit summed across a warp) in the training step.
+        smooth = ["--label-smoothing", "0.2"]
+        gpu = self.train("gpu.safetensors", ["--devices", "0,1"], extra=smooth)
+        cpu = self.train("cpu.safetensors", ["--devices", "cpu", "--replicas", "2"], extra=smooth)
+        plain = self.train("plain.safetensors", ["--devices", "cpu", "--replicas", "2"])
+        params = sorted(k for k in cpu if not k.startswith("momentum"))
+        a, b, c = ([x for k in params for x in floats(t[k][1])] for t in (gpu, cpu, plain))
+        self.assertGreater(len(b), 1000)
+        self.assertLess(normwise_relative(a, b), 1e-4)
+        self.assertGreater(normwise_relative(c, b), 1e-3)  # the smoothing moved the weights
 
     def test_two_emulated_devices_train_in_nhwc_as_the_cpu_in_nchw(self):
         # NHWC activations, KRSC filter copies and flatten's transpose on the

@@ -55,6 +55,36 @@ TEST_CASE("gpu softmax cross-entropy equals the cpu reference on odd shapes", "[
   }
 }
 
+TEST_CASE("gpu softmax cross-entropy with label smoothing equals the cpu reference, queued and not", "[gpu][loss]") {
+  Context ctx(Device::cuda(0));
+  const float scale = 1.0f / 5.0f;
+  for (float smoothing : {0.1f, 0.5f}) {
+    for (int64_t rows : {1, 37, 1000}) {
+      for (int classes : {1, 10, 33, 1000}) {
+        INFO("smoothing " << smoothing << ", rows " << rows << ", classes " << classes);
+        std::vector<float> logits = random_values(rows * classes, rows * 7 + classes, -6.0f, 6.0f);
+        std::vector<int32_t> labels = random_labels(rows, classes, rows + 3 * classes);
+        std::vector<float> expected_grad(logits.size());
+        cpu::LossSums expected = cpu::softmax_cross_entropy(logits.data(), labels.data(), rows, classes, scale,
+                                                            expected_grad.data(), smoothing);
+        Tensor g_logits = Tensor::from_vector(Shape{rows, classes}, logits, Device::cuda(0));
+        Tensor g_labels = Tensor::from_labels(labels, Device::cuda(0));
+        Tensor g_grad = Tensor::empty(Shape{rows, classes}, Device::cuda(0));
+        StepMetrics m = ops::softmax_cross_entropy(ctx, g_logits, g_labels, scale, &g_grad, smoothing);
+        REQUIRE(m.correct == expected.correct);
+        // As above, plus the mean logit, summed in another order by the lanes.
+        REQUIRE(m.loss_sum == Approx(expected.loss_sum).epsilon(1e-5).margin(4e-6 * rows));
+        require_close(g_grad.to_vector(), expected_grad, 1e-5, 1e-5 * scale);
+        // The training step's queued pass gives the same bits.
+        Tensor q_grad = Tensor::empty(Shape{rows, classes}, Device::cuda(0));
+        StepMetrics q = ops::softmax_cross_entropy_queued(ctx, g_logits, g_labels, scale, &q_grad, smoothing)();
+        REQUIRE(std::memcmp(&q.loss_sum, &m.loss_sum, sizeof(double)) == 0);
+        REQUIRE(q_grad.to_vector() == g_grad.to_vector());
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu softmax cross-entropy names a label out of range", "[gpu][loss]") {
   Context ctx(Device::cuda(0));
   Tensor logits = Tensor::from_vector(Shape{4, 3}, random_values(12, 3), Device::cuda(0));

@@ -78,7 +78,7 @@ TEST_CASE("without smoothing the loss and its gradient keep their bits", "[loss]
   REQUIRE(std::memcmp(grad.data(), grad0.data(), grad.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("label smoothing outside [0, 1) is refused", "[loss]") {
+TEST_CASE("label smoothing below 0 or from 1 up is refused", "[loss]") {
   Context ctx(Device::cpu());
   Tensor logits = Tensor::from_vector(Shape{1, 3}, {0.0f, 1.0f, 2.0f});
   Tensor labels = Tensor::from_labels({1});

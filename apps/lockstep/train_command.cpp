@@ -19,6 +19,7 @@
 #include "training_curve.h"
 #include "data/loader.h"
 #include "base/error.h"
+#include "base/printable.h"
 #include "distributed/world.h"
 #include "kernels/cpu/thread_pool.h"
 #include "training/checkpoint_lock.h"
@@ -82,6 +83,13 @@ private:
 };
 
 void validate(const TrainSettings& s) {
+  // Named here, before any data is read (a model spec's own error would show its internals).
+  const std::vector<std::string> models = model_names();
+  if (std::find(models.begin(), models.end(), s.model) == models.end()) {
+    std::string list;
+    for (const std::string& m : models) list += (list.empty() ? "" : ", ") + m;
+    LS_FAIL("--model '", printable(s.model, 60, ""), "': expected one of ", list);
+  }
   LS_CHECK(s.epochs >= 1, "--epochs must be at least 1, got ", s.epochs);
   LS_CHECK(s.batch >= 1 || s.batch_per_device >= 1, "--batch must be at least 1, got ", s.batch);
   LS_CHECK(s.lr > 0.0f && std::isfinite(s.lr), "--lr must be a positive number, got ", s.lr);

@@ -55,6 +55,17 @@ class CliArguments(CliTestCase):
                  "--batch", "99999999999999999999", "--checkpoint", self.path("ck")], self.tmp)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("99999999999999999999 is above the largest allowed, 9223372036854775807", r.stderr)
+        # A model name that is none of the models, before any data is read (before: "replica 0 on cpu:
+        # cannot read model spec ' 1x28x28 10'").
+        for name in ("", "res net", "\x1b[31m"):
+            with self.subTest(model=name):
+                r = run(["train", "--devices", "cpu", "--epochs", "1", "--data", self.data(), "--model", name,
+                         "--checkpoint", self.path("ck")], self.tmp)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+                self.assertIn("--model '%s': expected one of mlp, simple-cnn" % name.replace("\x1b", "\\x1b"),
+                              r.stderr)
+                self.assertFalse(os.path.exists(self.path("ck")))
 
     def test_a_resume_that_would_be_another_run_is_refused_unless_forced(self):
         ck = self.path("ck")

@@ -185,6 +185,11 @@ LoadedCheckpoint read_checkpoint(const std::string& path) {
 }
 
 void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path) {
+  // The class names are metadata, which the checksum does not cover: an
+  // edited list would label every prediction with another class's name.
+  LS_CHECK(ck.info.class_names.empty() || static_cast<int64_t>(ck.info.class_names.size()) == model.num_classes(),
+           "checkpoint ", path, " has damaged metadata: ", ck.info.class_names.size(), " class names for its model's ",
+           model.num_classes(), " classes");
   std::vector<StateTensor> targets = checkpoint_tensors(model);
   std::string problems;
   for (const StateTensor& t : targets) {

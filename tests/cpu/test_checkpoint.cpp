@@ -96,3 +96,17 @@ TEST_CASE("damaged checkpoints are refused with a message that says so", "[check
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("a checkpoint whose class names do not match its classes is refused", "[checkpoint]") {
+  fs::path dir = temp_dir();
+  auto model = build_model_from_spec("mlp 1x4x4 3", Device::cpu(), 1);
+  CheckpointInfo info;
+  info.model_spec = model->spec();
+  info.class_names = {"a", "b"};  // as an edited checkpoint's metadata might say
+  save_checkpoint((dir / "names.safetensors").string(), *model, info);
+  LoadedCheckpoint ck = read_checkpoint((dir / "names.safetensors").string());
+  REQUIRE_THROWS_WITH(load_into(*model, ck, "names.safetensors"),
+                      Catch::Contains("checkpoint names.safetensors has damaged metadata: 2 class names for its "
+                                      "model's 3 classes"));
+  fs::remove_all(dir);
+}

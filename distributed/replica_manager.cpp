@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "distributed/batch_split.h"
 #include "distributed/batch_staging.h"
@@ -90,7 +91,13 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
   }
   comm_ = make_communicator(devices, options_.collective_timeout, options_.processes);
   for (size_t r = 0; r < devices.size(); ++r) {
-    auto replica = std::make_unique<Replica>();
+    std::unique_ptr<Replica> replica;
+    try {
+      replica = std::make_unique<Replica>();  // starts the replica's thread
+    } catch (const std::system_error& e) {
+      LS_FAIL("cannot start the thread of replica ", r, " of ", devices.size(), " (", e.what(),
+              "): the system gives this process no more threads, or no memory for their stacks; use fewer replicas");
+    }
     replica->rank = static_cast<int>(r);
     replica->device = devices[r];
     replicas_.push_back(std::move(replica));

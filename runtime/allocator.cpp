@@ -36,7 +36,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       ptr = raw_allocate(size);
     }
     LS_CHECK(ptr != nullptr, "out of memory on ", device().str(), ": asked for ", bytes, " bytes with ",
-             current_, " bytes in use; try a smaller batch");
+             current_, " bytes in use; try a smaller batch (or, on the CPU, fewer replicas)");
   }
   current_ += size;
   if (current_ > peak_) peak_ = current_;

@@ -5,6 +5,8 @@ make it another run. Run by CTest (tests/cli.cmake); each builds its own small
 IDX data set in a temporary folder.
 """
 import os
+import resource
+import subprocess
 import unittest
 
 from test_cli_outputs import BIN, ONE, CliTestCase, read, run, write_idx
@@ -66,6 +68,21 @@ class CliArguments(CliTestCase):
                 self.assertIn("--model '%s': expected one of mlp, simple-cnn" % name.replace("\x1b", "\\x1b"),
                               r.stderr)
                 self.assertFalse(os.path.exists(self.path("ck")))
+
+    def test_more_replicas_than_the_machine_can_start_are_refused_naming_the_limit(self):
+        # 4 GiB of address space holds a few hundred replica threads' stacks, not 1000
+        # (before: "lockstep: error: Resource temporarily unavailable").
+        def limited():
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+            # glibc gives each thread a stack of this size: 1000 of them need 8 GiB.
+            resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+
+        r = subprocess.run([BIN, "train", "--devices", "cpu", "--model", "mlp", "--epochs", "1", "--data", self.data(),
+                            "--batch", "1000", "--replicas", "1000", "--checkpoint", self.path("ck")], cwd=self.tmp,
+                           capture_output=True, text=True, timeout=300, preexec_fn=limited)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"cannot start the thread of replica \d+ of 1000 \(.*\): .*use fewer replicas")
+        self.assertFalse(os.path.exists(self.path("ck")))
 
     def test_a_resume_that_would_be_another_run_is_refused_unless_forced(self):
         ck = self.path("ck")

@@ -4,8 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/error.h"
+#include "training/checkpoint.h"
 #include "training/output_files.h"
 
 namespace lockstep::app {
@@ -72,6 +74,31 @@ void check_outputs(const TrainSettings& s) {
   // is an output too: no other output may name it.
   outputs.push_back(OutputFile{s.checkpoint + ".lock", "the checkpoint's lock file", "a lock file", nullptr});
   check_distinct_outputs(outputs);
+}
+
+std::vector<std::string> check_replaced_outputs(const TrainSettings& s, const std::string& spec) {
+  std::vector<std::string> notices;
+  std::error_code ec;
+  const bool own = !s.resume.empty() && std::filesystem::equivalent(s.resume, s.checkpoint, ec);
+  if (!own && std::filesystem::is_regular_file(s.checkpoint, ec) && is_checkpoint_file(s.checkpoint)) {
+    std::optional<CheckpointInfo> info;
+    try {
+      info = read_checkpoint_info(s.checkpoint);
+    } catch (const Error&) {  // damaged: replaced as lockstep's own file, with a word
+    }
+    const std::string held = !info ? std::string("a damaged checkpoint")
+                                   : "an earlier run's checkpoint of '" + info->model_spec + "' (epoch " +
+                                         std::to_string(info->epoch) + ", step " + std::to_string(info->step) + ")";
+    LS_CHECK(!info || info->model_spec == spec || s.force, "--checkpoint ", s.checkpoint, " holds ", held,
+             ", and this run of '", spec, "' would replace it: give another --checkpoint, --resume ",
+             s.checkpoint, " to go on with it, or --force to replace it");
+    notices.push_back("notice: --checkpoint " + s.checkpoint + " holds " + held +
+                      ", which this run replaces at the end of its first epoch");
+  }
+  if (!s.metrics.empty() && s.resume.empty() && std::filesystem::is_regular_file(s.metrics, ec) &&
+      std::filesystem::file_size(s.metrics, ec) > 0)
+    notices.push_back("notice: --metrics " + s.metrics + " holds an earlier run's lines, which this run replaces");
+  return notices;
 }
 
 void check_test_set(const data::Dataset& train, const data::Dataset& test, BatchSource& test_loader,

@@ -31,6 +31,12 @@ void check_outputs(const TrainSettings& s);
 void check_picture_output(const std::string& path, const std::string& option, const std::vector<InputPath>& inputs,
                           bool force);
 
+// A new run whose --checkpoint (or --metrics) holds an earlier run's file,
+// which it would replace: a checkpoint of another model than `spec` is
+// refused unless --force (or --resume, which goes on with it); otherwise
+// returns the notices that say what will be replaced (empty: nothing).
+std::vector<std::string> check_replaced_outputs(const TrainSettings& s, const std::string& spec);
+
 // The test set against the training set, and its first batch read through
 // the loader evaluation will use.
 void check_test_set(const data::Dataset& train, const data::Dataset& test, BatchSource& test_loader,

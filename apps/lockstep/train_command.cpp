@@ -533,6 +533,8 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   if (!s.resume.empty()) check_resumed_data(s, resume_info, *train_data.train, first);
   Loaders loaders = make_loaders(s, resume_info, train_data);
   const std::string spec = choose_model_spec(s, given, resume_info, *train_data.train);
+  std::vector<std::string> replaced;
+  if (first) replaced = check_replaced_outputs(s, spec);
   if (world) {
     world->set_timeout(collective_timeout());
     const std::string resume_position =
@@ -567,6 +569,7 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
 
   if (!first) return finish_quietly(trainer);
   print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
+  for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
   if (imagenet_by_default)
     std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
   if (pretrained) {

@@ -321,6 +321,35 @@ class CliOutputs(CliTestCase):
         self.assertEqual(read(metrics), before)  # cut back to its last whole line
         self.assertEqual(read(ck), kept)
 
+    def test_a_new_run_replaces_an_earlier_runs_files_saying_so_and_another_models_only_when_forced(self):
+        # Before: a new run on another run's --checkpoint and --metrics replaced that run's
+        # checkpoint (of any model) and truncated its metrics without a word.
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        ck, metrics = self.path("ck"), self.path("m.jsonl")
+        base = ["train"] + ONE + ["--data", data, "--checkpoint", ck, "--metrics", metrics]
+        r = run(base, self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("notice: --", r.stderr)
+        r = run(base, self.tmp)  # the same model again: replaced, and said
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("notice: --checkpoint %s holds an earlier run's checkpoint of 'mlp 1x8x8 10' (epoch 1, step 4), "
+                      "which this run replaces" % ck, r.stderr)
+        self.assertIn("notice: --metrics %s holds an earlier run's lines, which this run replaces" % metrics, r.stderr)
+        kept = read(ck)
+        other = [a if a != "mlp" else "small-cnn" for a in base]
+        r = run(other, self.tmp)
+        self.assert_refused(r, "--checkpoint " + ck, "'mlp 1x8x8 10'", "this run of 'small-cnn 1x8x8 10'",
+                            "--resume " + ck, "--force")
+        self.assertEqual(read(ck), kept)
+        r = run(other + ["--force"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("small-cnn", read(ck)[:4096].decode("utf-8", "replace"))
+        r = run(["train", "--resume", ck, "--epochs", "2", "--metrics", metrics], self.tmp)  # its own files: no word
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("notice: --checkpoint", r.stderr)
+        self.assertNotIn("notice: --metrics", r.stderr)
+
     def test_pictures_never_overwrite_inputs_checkpoints_or_other_files(self):
         data = self.path("data")
         write_idx(data, 64, 8)

@@ -234,8 +234,9 @@ class CliOutputs(CliTestCase):
         finally:
             first.kill()
             first.communicate()
-        # The lock went with the killed process.
-        r = run(["train"] + ONE + ["--data", self.path("data"), "--checkpoint", ck], self.tmp)
+        # The lock went with the killed process. (--force: the killed run may have written its first
+        # epoch's checkpoint, of another model, which a new run replaces only when told.)
+        r = run(["train"] + ONE + ["--data", self.path("data"), "--checkpoint", ck, "--force"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_ctrl_c_twice_stops_at_once_and_keeps_the_checkpoint(self):

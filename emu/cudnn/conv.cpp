@@ -14,8 +14,14 @@ namespace {
 
 cudnnMathType_t reported_math(const ConvProblem& p) {
   // Default math: TF32 allowed, the CPU reference computing on TF32-rounded
-  // operands (conv_problem.cpp); FMA math: plain FP32.
-  return p.math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+  // operands (conv_problem.cpp); FMA math: plain FP32. bf16 data: the
+  // tensor-op math as asked (cuDNN's tensor-core kernels need it; the
+  // default math leaves bf16 on its slow FMA kernels), else the default.
+  if (p.math == CUDNN_FMA_MATH) return CUDNN_FMA_MATH;
+  if (p.x.type == CUDNN_DATA_BFLOAT16 &&
+      (p.math == CUDNN_TENSOR_OP_MATH || p.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+    return p.math;
+  return CUDNN_DEFAULT_MATH;
 }
 
 template <typename Perf>

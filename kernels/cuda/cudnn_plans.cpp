@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -124,6 +126,16 @@ bool tensor_cores_allowed(const CudaLibraries& o, const ConvPlan& plan) {
   return o.allow_tf32 || plan.type == CUDNN_DATA_BFLOAT16;
 }
 
+// The math a search runs with; the choice then fixes its own. bf16 needs
+// CUDNN_TENSOR_OP_MATH: under the default math cuDNN ran every bf16
+// convolution on an H200 on its non-tensor-core kernels (dgrad2d direct,
+// wgrad alg1, convolve_common_engine_float), 370 times the roofline bound.
+// Float: the default math (TF32 on tensor cores) when allowed, else FMA.
+cudnnMathType_t search_math(const CudaLibraries& o, const ConvPlan& plan) {
+  if (plan.type == CUDNN_DATA_BFLOAT16) return CUDNN_TENSOR_OP_MATH;
+  return o.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
 template <typename Perf>
 bool acceptable(const Perf& p, const CudaLibraries& o, const ConvPlan& plan, size_t workspace_cap) {
   if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspace_cap) return false;
@@ -131,6 +143,30 @@ bool acceptable(const Perf& p, const CudaLibraries& o, const ConvPlan& plan, siz
   if (!tensor_cores_allowed(o, plan) && uses_tensor_cores(p.mathType)) return false;
   return true;
 }
+
+// One entry of cuDNN's answer, for messages and the log: "algo 1 (status 0,
+// deterministic, math 2, 1024 bytes)".
+template <typename Perf> std::string perf_text(const Perf& p) {
+  return "algo " + std::to_string(static_cast<int>(p.algo)) + " (status " + std::to_string(static_cast<int>(p.status)) +
+         (p.determinism == CUDNN_DETERMINISTIC ? ", deterministic" : ", non-deterministic") + ", math " +
+         std::to_string(static_cast<int>(p.mathType)) + ", " + std::to_string(p.memory) + " bytes" +
+         (p.time >= 0.0f ? ", " + std::to_string(p.time) + " ms" : "") + ")";
+}
+
+// LOCKSTEP_CUDNN_LOG set: every choice goes to stderr (which algorithm each
+// shape and direction got, and whether a timed search chose it): what a run
+// on a real GPU needs to explain a time or a rounding difference.
+bool log_choices() {
+  static const bool on = [] {
+    const char* v = std::getenv("LOCKSTEP_CUDNN_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+// The scratch of a search over every algorithm, when the heuristics listed
+// none that fits.
+constexpr size_t kFallbackSearchBytes = size_t(256) << 20;
 
 template <typename Dir>
 ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection direction, const ConvBuffers& buffers) {
@@ -149,12 +185,26 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
       candidates.push_back(listed[i]);
       most_workspace = std::max(most_workspace, listed[i].memory);
     }
-  LS_CHECK(!candidates.empty(), direction_name(direction), " on cuda:", state.device, ": no cuDNN algorithm for ",
-           conv_text(plan.geometry), " within a workspace of ", limit, " bytes",
-           options.deterministic ? " that is deterministic" : "",
-           " (raise ContextOptions::workspace_limit_bytes, or allow non-deterministic algorithms)");
+  // The heuristics can leave out every algorithm that fits (an H200's cuDNN
+  // 9.19 listed none for an FP32 backward-data of stride 2 without tensor
+  // cores): then a search over every algorithm, in a bounded scratch.
+  const bool listed_one = !candidates.empty();
+  const size_t search_workspace = listed_one ? most_workspace : std::min(limit, kFallbackSearchBytes);
+  auto none_found = [&]() {
+    std::string offered;
+    for (int i = 0; i < listed_count; ++i) offered += (i ? "; " : "") + perf_text(listed[i]);
+    LS_FAIL(direction_name(direction), " on cuda:", state.device, ": no cuDNN algorithm for ",
+            conv_text(plan.geometry), plan.type == CUDNN_DATA_BFLOAT16 ? " in bf16" : "", " within a workspace of ",
+            limit, " bytes", options.deterministic ? " that is deterministic" : "",
+            tensor_cores_allowed(options, plan) ? "" : " without tensor cores",
+            " (raise ContextOptions::workspace_limit_bytes, or allow non-deterministic algorithms); the heuristics "
+            "offered: ",
+            offered.empty() ? "nothing" : offered, "; a search over every algorithm found none either");
+  };
 
-  Perf best = candidates.front();
+  Perf best{};
+  if (listed_one) best = candidates.front();
+  bool timed_choice = false;
   // Deterministic: the heuristics' first deterministic algorithm, untimed.
   // A timed search can rank two algorithms differently from one context to
   // the next, and different algorithms round differently, so two contexts
@@ -164,13 +214,14 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   // freely: the workspace, and the output when the op's own must not be
   // overwritten.
   Scratch scratch(state), scratch_output(state);
-  bool have_scratch = !options.deterministic;
+  bool have_scratch = !options.deterministic || !listed_one;
   if (have_scratch) {
     try {
-      scratch.allocate(most_workspace);
+      scratch.allocate(search_workspace);
       if (!buffers.output)
         scratch_output.allocate(Dir::output_elements(plan.geometry) * cudnn_element_bytes(plan.type));
     } catch (const Error&) {
+      if (!listed_one) throw;
       have_scratch = false;  // short of memory: keep the heuristics' choice
     }
   }
@@ -179,17 +230,26 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
     Perf timed[Dir::count];
     int timed_count = 0;
     cudnnStatus_t status =
-        Dir::find(handle, plan, buffers, output, Dir::count, &timed_count, timed, scratch.ptr, most_workspace);
+        Dir::find(handle, plan, buffers, output, Dir::count, &timed_count, timed, scratch.ptr, search_workspace);
     // Results come fastest first; the scratch must outlive the search's kernels.
     LS_CUDA_CHECK(cudaStreamSynchronize(state.compute_stream));
     if (status == CUDNN_STATUS_SUCCESS) {
-      for (int i = 0; i < timed_count; ++i)
-        if (acceptable(timed[i], options, plan, most_workspace)) {
-          best = timed[i];
-          break;
+      for (int i = 0; i < timed_count; ++i) {
+        if (!acceptable(timed[i], options, plan, search_workspace)) continue;
+        // Deterministic (reached only when the heuristics listed none): the
+        // lowest algorithm number, which no timing can reorder.
+        if (options.deterministic) {
+          if (!timed_choice || timed[i].algo < best.algo) best = timed[i];
+          timed_choice = true;
+          continue;
         }
+        best = timed[i];
+        timed_choice = true;
+        break;
+      }
     }
   }
+  if (!listed_one && !timed_choice) none_found();
 
   ConvAlgorithm chosen;
   chosen.chosen = true;
@@ -200,6 +260,14 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   LS_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.desc(direction), chosen.math));
   LS_CUDNN_CHECK(Dir::workspace(handle, plan, chosen.algo, &chosen.workspace_bytes));
   chosen.workspace_bytes = std::max(chosen.workspace_bytes, static_cast<size_t>(best.memory));
+  if (log_choices())
+    std::fprintf(stderr, "lockstep cudnn: cuda:%d %s %s%s: %s, %s, runs with math %d\n", state.device,
+                 direction_name(direction), conv_text(plan.geometry).c_str(),
+                 plan.type == CUDNN_DATA_BFLOAT16 ? " bf16" : " float", perf_text(best).c_str(),
+                 !listed_one ? "found by a search over every algorithm"
+                 : timed_choice ? "timed fastest"
+                                : "heuristics' first",
+                 static_cast<int>(chosen.math));
   return chosen;
 }
 
@@ -293,9 +361,7 @@ const ConvAlgorithm& conv_algorithm(CudaLibraries& state, ConvPlan& plan, ConvDi
                                     const ConvBuffers& buffers) {
   ConvAlgorithm& slot = plan.choice(direction);
   if (slot.chosen) return slot;
-  // Search with the math the context allows; the choice then fixes it.
-  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.desc(direction),
-                                             tensor_cores_allowed(state, plan) ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.desc(direction), search_math(state, plan)));
   switch (direction) {
     case ConvDirection::forward: slot = choose<Forward>(state, plan, direction, buffers); break;
     case ConvDirection::backward_data: slot = choose<BackwardData>(state, plan, direction, buffers); break;

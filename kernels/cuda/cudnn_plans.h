@@ -13,16 +13,20 @@
 // CudaLibraries::allow_tf32 is off are dropped; cudnnFind*Ex then times the
 // rest on the real shapes with a scratch workspace as large as the most
 // demanding of them, and the fastest wins. When that scratch cannot be had,
-// the heuristics' first acceptable choice is used untimed. Math: TF32 allowed
-// runs cuDNN's default math (tensor cores may do FP32 convolutions in TF32);
-// TF32 off runs CUDNN_FMA_MATH, plain FP32 arithmetic.
+// the heuristics' first acceptable choice is used untimed. When the
+// heuristics list no acceptable algorithm, cudnnFind*Ex searches them all
+// (the fastest acceptable one wins; when deterministic, the lowest-numbered).
+// Math: TF32 allowed runs cuDNN's default math (tensor cores may do FP32
+// convolutions in TF32); TF32 off runs CUDNN_FMA_MATH, plain FP32
+// arithmetic. LOCKSTEP_CUDNN_LOG=1 prints every choice to stderr.
 //
 // Data types: every plan is FLOAT_CONFIG (float tensors, float compute) or
 // PSEUDO_BFLOAT16_CONFIG (bf16 tensors, float compute: the cuDNN API
 // reference's supported configurations of each convolution direction and of
-// pooling). The type is part of every key. A bf16 plan's algorithms are not
-// filtered by allow_tf32: tensor cores take bf16 operands exactly and
-// accumulate in FP32 whatever the math type, which stays the search's.
+// pooling). The type is part of every key. A bf16 plan searches with
+// CUDNN_TENSOR_OP_MATH (under the default math cuDNN keeps bf16 off the
+// tensor cores) and is not filtered by allow_tf32: tensor cores take bf16
+// operands exactly and accumulate in FP32.
 #include <cudnn.h>
 
 #include <compare>

@@ -100,6 +100,7 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
     }
     replica->rank = static_cast<int>(r);
     replica->device = devices[r];
+    for (const auto& earlier : replicas_) replicas_share_a_device_ |= earlier->device == devices[r];
     replicas_.push_back(std::move(replica));
   }
   run_on_all([&](Replica& r) {
@@ -112,6 +113,14 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
     r.buckets = make_gradient_buckets(r.model->arenas(), options_.bucket_bytes, options_.first_bucket_bytes);
   });
   broadcast_from_first();
+}
+
+// A CUDA graph needs GPU replicas, no wait inside the step (sync_timing, or
+// the local communicator of replicas sharing a GPU) and one process (the
+// watchdog of a cross-process run watches eager collectives).
+bool ReplicaManager::graphs_in_use() const {
+  return options_.cuda_graphs && replicas_[0]->device.is_cuda() && processes() == 1 && !options_.context.sync_timing &&
+         !replicas_share_a_device_;
 }
 
 ReplicaManager::~ReplicaManager() {
@@ -214,11 +223,8 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
            "batch of ", global, " over ", n, " replicas");
   plan_step(batch);
   const uint64_t step = step_;
-  // A CUDA graph needs GPU replicas, no wait inside the step, one process
-  // (the watchdog of a cross-process run watches eager collectives) and a
-  // sample on every replica.
-  const bool graphs = options_.cuda_graphs && replicas_[0]->device.is_cuda() && processes() == 1 &&
-                      !options_.context.sync_timing && global >= n;
+  // A CUDA graph needs graphs_in_use() and a sample on every replica.
+  const bool graphs = graphs_in_use() && global >= n;
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
     // Nothing in the step waits for the device before the read-back at its

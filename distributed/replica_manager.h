@@ -54,8 +54,11 @@ struct ReplicaOptions {
   // A step at another size (the last partial batch) runs eagerly and drops
   // the graph, as do evaluate() and logits(), so no memory the graph uses is
   // handed to anything that outlives a step while the graph exists. Off with
-  // sync_timing (it waits inside the step). Replayed steps equal eager steps
-  // bit for bit (tests/gpu/test_gpu_cuda_graph.cpp, emulated GPU only).
+  // sync_timing (it waits inside the step), and when replicas share a GPU:
+  // their local communicator waits for the device on the host inside each
+  // collective, which a capture cannot hold (cudaErrorStreamCaptureUnsupported,
+  // seen on an H200); graphs_in_use() tells. Replayed steps equal eager steps
+  // bit for bit (tests/gpu/test_gpu_cuda_graph.cpp).
   bool cuda_graphs = false;
 };
 
@@ -105,6 +108,9 @@ public:
   bool any_process(bool flag);
   Model& model(int rank);
   Device device(int rank) const;
+  // ReplicaOptions::cuda_graphs asked for and possible: GPU replicas, each on
+  // a GPU of its own, in one process, without sync_timing.
+  bool graphs_in_use() const;
 
   // One training step on a global batch in host memory. Returns the summed
   // metrics of all replicas. Throws one Error naming the replica and device
@@ -152,6 +158,7 @@ private:
   uint64_t step_ = 0;
   std::set<int64_t> planned_counts_;  // global batch sizes rehearsed
   bool failed_ = false;
+  bool replicas_share_a_device_ = false;
   PhaseTimes times_;
 };
 

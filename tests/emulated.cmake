@@ -5,12 +5,15 @@
 if(NOT LOCKSTEP_GPU STREQUAL "emulated")
   return()
 endif()
-foreach(t test_two_emulated_devices_train_as_the_cpu test_two_emulated_devices_train_in_nhwc_as_the_cpu_in_nchw
-          test_label_smoothing_trains_on_two_emulated_devices_as_on_the_cpu
-          test_bf16_trains_on_an_emulated_gpu_as_on_the_cpu
-          test_bf16_on_an_emulated_gpu_keeps_a_given_nchw_and_resumes_in_it
-          test_bf16_with_sync_bn_on_emulated_gpus_trains_in_nhwc
-          test_info_says_the_devices_are_emulated)
+# Every `def test_*(self):` of the script is a test of its own.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_emulated.py)
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_emulated.py _emulated_defs REGEX "^    def test_[A-Za-z0-9_]+\\(self\\):")
+set(_emulated_tests "")
+foreach(_def IN LISTS _emulated_defs)
+  string(REGEX REPLACE "^    def (test_[A-Za-z0-9_]+)\\(self\\):.*" "\\1" _name "${_def}")
+  list(APPEND _emulated_tests ${_name})
+endforeach()
+foreach(t IN LISTS _emulated_tests)
   add_test(NAME emulated_cli.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_emulated.py Emulated.${t})
   set_tests_properties(emulated_cli.${t} PROPERTIES LABELS gpu TIMEOUT 900
     ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_EMU_DEVICES=2;PYTHONDONTWRITEBYTECODE=1")

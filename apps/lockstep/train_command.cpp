@@ -427,8 +427,11 @@ public:
   void add_epoch(int64_t step, bool has_test, double test_loss, double test_accuracy) {
     curve_.add_epoch(step, has_test, test_loss, test_accuracy);
   }
+  // Whether the last draw() made the picture (no gnuplot: no picture to name).
+  bool drawn() const { return drawn_; }
   void draw() {
     const std::string problem = curve_.draw(png_);
+    drawn_ = problem.empty();
     if (!problem.empty() && !warned_) {
       reporter_.break_line();
       std::fprintf(stderr, "notice: no training-curve picture %s: %s\n", png_.c_str(), problem.c_str());
@@ -441,6 +444,7 @@ private:
   std::string png_;
   ProgressReporter& reporter_;
   bool warned_ = false;
+  bool drawn_ = false;
 };
 
 // Past the time limit: evaluates where training stopped (unless an epoch
@@ -463,7 +467,7 @@ int finish_at_time_limit(const TrainSettings& s, Trainer& trainer, data::Loader*
   if (last_test.count > 0) reporter.per_class_table(last_test, train_set.class_names());
   std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s\n",
               s.checkpoint.c_str(), s.checkpoint.c_str(), s.time_limit.c_str());
-  std::printf("training curve: %s\n", curve.png().c_str());
+  if (curve.drawn()) std::printf("training curve: %s\n", curve.png().c_str());
   return 0;
 }
 
@@ -507,7 +511,8 @@ int run_and_report(const TrainSettings& s, const std::string& spec, const TrainD
     return 130;
   }
   if (last_test.count > 0) reporter.per_class_table(last_test, d.train->class_names());
-  std::printf("checkpoint: %s\ntraining curve: %s\n", s.checkpoint.c_str(), curve.png().c_str());
+  std::printf("checkpoint: %s\n", s.checkpoint.c_str());
+  if (curve.drawn()) std::printf("training curve: %s\n", curve.png().c_str());
   return 0;
 }
 
@@ -563,6 +568,11 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
     return model;
   };
   ReplicaManager replicas(factory, devices, replica_options(s, world));
+  if (first && s.cuda_graphs && !replicas.graphs_in_use())
+    std::fprintf(stderr, "notice: --cuda-graphs: steps run eagerly, %s\n",
+                 replicas.size() > 1 && devices[0] == devices[1]
+                     ? "since replicas sharing a GPU wait for it on the host in each gradient sum"
+                     : "since a run across processes keeps its collectives eager for their watchdog");
   Trainer trainer(replicas, *loaders.train, loaders.test.get(),
                   trainer_config(s, train_data, loaders.train->normalization()));
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);

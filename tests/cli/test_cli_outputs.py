@@ -260,6 +260,20 @@ class CliOutputs(CliTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith("ck.tmp")], [], leftovers)
 
+    def test_without_gnuplot_the_run_names_no_picture_it_did_not_draw(self):
+        # A GPU machine without gnuplot printed "training curve: X.png" under
+        # the notice that X.png could not be drawn.
+        empty = self.path("no-tools")
+        os.makedirs(empty)
+        ck = self.path("ck")
+        r = subprocess.run([BIN, "train"] + ONE + ["--checkpoint", ck], cwd=self.tmp, capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, PATH=empty))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("notice: no training-curve picture " + ck + ".png: gnuplot is not on PATH", r.stderr)
+        self.assertNotIn("training curve:", r.stdout)
+        self.assertIn("checkpoint: " + ck, r.stdout)
+        self.assertFalse(os.path.exists(ck + ".png"))
+
     def test_a_run_killed_while_gnuplot_draws_leaves_no_temporary_file(self):
         # A gnuplot that never finishes holds the run inside the drawing of
         # its first picture; the run is then killed (as a second Ctrl-C or

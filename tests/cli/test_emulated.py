@@ -97,6 +97,20 @@ class Emulated(unittest.TestCase):
         self.assertLess(normwise_relative(a, b), 1e-4)
         self.assertGreater(normwise_relative(c, b), 1e-3)  # the smoothing moved the weights
 
+    def test_cuda_graphs_on_replicas_sharing_a_device_run_eagerly_and_say_so(self):
+        # Their local communicator waits for the device on the host inside
+        # every gradient sum, which no capture holds: a real H200 failed such
+        # a run with cudaErrorStreamCaptureUnsupported before steps fell back.
+        shared = ["--devices", "0", "--replicas", "2"]
+        ck = os.path.join(self.tmp, "graphs.safetensors")
+        r = run(["train"] + RUN + shared + ["--cuda-graphs", "--checkpoint", ck], self.tmp, timeout=900)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("notice: --cuda-graphs: steps run eagerly, since replicas sharing a GPU", r.stderr)
+        eager = self.train("eager.safetensors", shared)
+        graphs = read_safetensors(ck)[1]
+        for k in eager:
+            self.assertEqual(graphs[k][1], eager[k][1], k)
+
     def test_two_emulated_devices_train_in_nhwc_as_the_cpu_in_nchw(self):
         # NHWC activations, KRSC filter copies and flatten's transpose on the
         # emulated GPUs; the checkpoint's weights are those of NCHW on the CPU.

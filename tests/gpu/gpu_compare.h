@@ -44,4 +44,18 @@ inline void require_close_scaled(const std::vector<float>& gpu, const std::vecto
   }
 }
 
+// ||gpu - cpu|| / ||cpu|| <= rtol, over the whole tensor.
+inline void require_normwise_close(const std::vector<float>& gpu, const std::vector<float>& cpu, double rtol,
+                                   const std::string& what) {
+  REQUIRE(gpu.size() == cpu.size());
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    diff += (double(gpu[i]) - double(cpu[i])) * (double(gpu[i]) - double(cpu[i]));
+    norm += double(cpu[i]) * double(cpu[i]);
+  }
+  const double relative = norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  INFO(what << ": normwise relative difference " << relative << " (rtol " << rtol << ")");
+  REQUIRE(relative <= rtol);
+}
+
 }  // namespace lockstep::testing

@@ -33,7 +33,18 @@ namespace {
 // logits; the losses relatively). A GPU bf16 run against the CPU's bf16 run
 // on as many replicas: measured at most 1.5e-6 (resnet20's momentum; simple-cnn
 // agrees bit for bit), the rest is FP32 summation order.
+// A real GPU's tensor cores sum in orders of their own, so far more of those
+// flips: on an H200, simple-cnn's momentum lay 1.9e-2 from the CPU's (the
+// fp32 run 0.137: the separation below still holds) and a step's loss up to
+// 1.5e-4. There the losses are held to a quarter of one bf16 ulp and the
+// tensors to the bound of two devices against one.
+#if LOCKSTEP_GPU_EMULATED
 constexpr double kAgainstCpu = 1e-4;
+constexpr double kLossAgainstCpu = 1e-4;
+#else
+constexpr double kAgainstCpu = 3e-2;
+constexpr double kLossAgainstCpu = 1e-3;
+#endif
 // 2 GPUs against 1: measured 1.7e-2 (simple-cnn's momentum, from the
 // convolution weight gradients rounded to bf16 per device; the fp32 run lies
 // 0.14 away).
@@ -80,7 +91,8 @@ std::ostream& operator<<(std::ostream& out, const Distance& d) {
              << ", held-out logits " << d.logits;
 }
 
-void require_bf16_close(const FormatRun& gpu, const FormatRun& reference, const FormatRun& fp32, double tolerance) {
+void require_bf16_close(const FormatRun& gpu, const FormatRun& reference, const FormatRun& fp32, double tolerance,
+                        double loss_tolerance) {
   const RunOutcome &a = gpu.outcome, &b = reference.outcome;
   REQUIRE(a.metrics.size() == b.metrics.size());
   for (size_t s = 0; s < a.metrics.size(); ++s) {
@@ -88,7 +100,7 @@ void require_bf16_close(const FormatRun& gpu, const FormatRun& reference, const 
     REQUIRE(a.metrics[s].count == b.metrics[s].count);
     REQUIRE(std::isfinite(a.metrics[s].loss_sum));
     REQUIRE(std::fabs(a.metrics[s].loss_sum - b.metrics[s].loss_sum) <=
-            tolerance * std::fabs(b.metrics[s].loss_sum));
+            loss_tolerance * std::fabs(b.metrics[s].loss_sum));
   }
   const Distance to_bf16 = run_distance(gpu, reference), to_fp32 = run_distance(gpu, fp32);
   INFO("normwise distance of the bf16 run: to its bf16 reference: " << to_bf16 << "; to the fp32 run: " << to_fp32);
@@ -120,7 +132,7 @@ TEST_CASE("simple-cnn and resnet20 train in bf16 on gpu replicas as the cpu's bf
         REQUIRE(gpu.activation_format == format);
         REQUIRE(cpu.activation_format == MemoryFormat::nchw);  // the CPU's default in bf16 too
         REQUIRE(gpu.activation_bytes * 10 < cpu.activation_bytes * 6);
-        require_bf16_close(gpu, cpu, fp32, kAgainstCpu);
+        require_bf16_close(gpu, cpu, fp32, kAgainstCpu, kLossAgainstCpu);
       }
     }
 }
@@ -147,7 +159,7 @@ TEST_CASE("bf16 on 2 gpus trains as on 1, and with synchronised batch norm as 2 
     const FormatRun one = train("simple-cnn", sample, cuda_devices(1), Precision::bf16);
     const FormatRun two = train("simple-cnn", sample, cuda_devices(2), Precision::bf16);
     const FormatRun fp32 = train("simple-cnn", sample, cuda_devices(1), Precision::fp32);
-    require_bf16_close(two, one, fp32, kTwoAgainstOne);
+    require_bf16_close(two, one, fp32, kTwoAgainstOne, kTwoAgainstOne);
   }
   {
     const Shape sample{3, 8, 8};
@@ -160,7 +172,7 @@ TEST_CASE("bf16 on 2 gpus trains as on 1, and with synchronised batch norm as 2 
                                                         << ", 2 devices against 2 cpu replicas");
       const FormatRun gpu = train("resnet20", sample, cuda_devices(2), Precision::bf16, format, true);
       REQUIRE(gpu.activation_format == format);
-      require_bf16_close(gpu, cpu, fp32, kAgainstCpu);
+      require_bf16_close(gpu, cpu, fp32, kAgainstCpu, kLossAgainstCpu);
     }
   }
 }

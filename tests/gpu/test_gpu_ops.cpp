@@ -155,8 +155,9 @@ PrecisionRun run_precision(Precision precision) {
 }  // namespace
 
 // The emulated cuDNN and cuBLAS round their operands to TF32 when the math
-// allows it, as tensor cores do; a real GPU's results are not checked here
-// (its libraries' own rounding and accumulation order are not the emulator's).
+// allows it, as tensor cores do; that exact rounding is checked on the
+// emulator only (a real GPU's libraries round and sum their own way), the
+// distance from FP32 on any GPU.
 TEST_CASE("gpu precision fp32 equals the cpu reference and tf32 rounds the operands", "[gpu][conv][linear][precision]") {
   const PrecisionRun fp32 = run_precision(Precision::fp32);
   require_close_scaled(fp32.y, fp32.ref_y, 1e-5, "fp32 output");
@@ -165,18 +166,27 @@ TEST_CASE("gpu precision fp32 equals the cpu reference and tf32 rounds the opera
   require_close_scaled(fp32.linear, fp32.ref_linear, 1e-5, "fp32 linear output");
 
   const PrecisionRun tf32 = run_precision(Precision::tf32);
-  // Equal to the reference on TF32 operands, at FP32's accumulation error...
+#if LOCKSTEP_GPU_EMULATED
+  // The emulated libraries: equal to the reference on TF32 operands, at
+  // FP32's accumulation error. A real GPU's tensor cores round (and split
+  // the sums) their own way: 2.4e-3 off that reference on an H200.
   require_close_scaled(tf32.y, tf32.tf32_y, 1e-5, "tf32 output");
   require_close_scaled(tf32.dx, tf32.tf32_dx, 1e-5, "tf32 input gradient");
   require_close_scaled(tf32.dw, tf32.tf32_dw, 1e-5, "tf32 weight gradient");
   require_close_scaled(tf32.linear, tf32.tf32_linear, 1e-5, "tf32 linear output");
-  // ...and off the FP32 reference by TF32's precision: 2^-11 (4.9e-4)
+#endif
+  // Any GPU: off the FP32 reference by TF32's precision: 2^-11 (4.9e-4)
   // relative per operand, partly cancelling over the sums.
   for (auto [gpu, ref, what] : {std::tuple{&tf32.y, &tf32.ref_y, "output"}, {&tf32.dx, &tf32.ref_dx, "input gradient"},
                                {&tf32.dw, &tf32.ref_dw, "weight gradient"}, {&tf32.linear, &tf32.ref_linear, "linear"}}) {
     const double error = scaled_error(*gpu, *ref);
     INFO(what << ": scaled error " << error);
-    REQUIRE(error > 2e-5);
+#if LOCKSTEP_GPU_EMULATED
+    REQUIRE(error > 2e-5);  // the emulator always takes TF32 when allowed
+#endif
+    // A real cuDNN may time a non-tensor-core algorithm fastest at this size
+    // (an H200's forward here: 2.9e-7, FP32's error), so TF32 allowed is not
+    // TF32 taken; it bounds the error all the same.
     REQUIRE(error < 4e-3);
   }
 }

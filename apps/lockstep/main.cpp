@@ -86,13 +86,12 @@ int main(int argc, char** argv) {
        "--first-bucket-mb");
   flag(train_cmd->add_flag("--cuda-graphs", train.cuda_graphs,
                            "GPU replicas capture a step into a CUDA graph and replay it while the batch size stays "
-                           "(proven on the emulated GPU only)"),
+                           "(replicas sharing a GPU run eagerly)"),
        "--cuda-graphs");
   flag(train_cmd->add_option("--precision", train.precision,
                              "fp32 (strict), tf32 (the default: TF32 tensor-core convolutions and GEMMs on a GPU, "
                              "as PyTorch's default; FP32 on the CPU, as PyTorch's CPU) or bf16 (mixed precision as "
-                             "PyTorch AMP: bf16 activations on a GPU, bf16 values in FP32 storage on the CPU; proven on the "
-                             "emulated GPU only)")
+                             "PyTorch AMP: bf16 activations on a GPU, bf16 values in FP32 storage on the CPU)")
            ->check(CLI::IsMember({"fp32", "tf32", "bf16"})),
        "--precision");
   flag(train_cmd->add_option("--memory-format", train.memory_format,

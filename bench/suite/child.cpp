@@ -13,6 +13,7 @@
 
 #include "data/loader.h"
 #include "data/open_dataset.h"
+#include "runtime/memory_format_option.h"
 #include "runtime/allocator.h"
 #include "base/error.h"
 #include "distributed/gradient_buckets.h"
@@ -85,6 +86,7 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
   // channels-last there (default_memory_format), as the PyTorch AMP peer
   // (and cuDNN's tensor-core kernels) lay the images out.
   options.context.precision = parse_precision(precision(o));
+  if (!o.memory_format.empty()) options.context.memory_format = parse_memory_format(o.memory_format);
   options.processes = processes;
   ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, devices, options);
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "runtime/memory_format_option.h"
 #include "layers/models.h"
 
 namespace lockstep::bench {
@@ -56,6 +57,8 @@ options (some suites):
   --tf32                  scaling, projection, peers on GPUs: TF32 math on both sides (default strict FP32)
   --precision fp32|tf32|bf16   peers, scaling, roofline: tf32 is --tf32; bf16 (mixed precision) runs the
                           PyTorch peer with AMP bf16 and channels_last; lockstep in its bf16 mode (NHWC on a GPU)
+  --memory-format nchw|nhwc    peers, scaling: lockstep's activation layout (default: the library's, nhwc
+                          for bf16 on a GPU, else nchw); the PyTorch peer runs both layouts on a GPU
   --gpu KEY               roofline: h100, h200, a100 (and h100-pcie, h100-nvl, h200-nvl, a100-pcie, a100-40gb)
 )";
 }
@@ -106,6 +109,7 @@ Options parse_options(int argc, char** argv, int first) {
     else if (a == "--tf32") o.tf32 = true;
     else if (a == "--precision") o.precision = value();
     else if (a == "--gpu") o.gpu = value();
+    else if (a == "--memory-format") o.memory_format = value();
     else if (a == "--replica-devices") o.replica_devices = value();
     else if (a == "--loader-threads") o.loader_threads = static_cast<int>(parse_int(a, value()));
     else return false;
@@ -125,6 +129,7 @@ Options parse_options(int argc, char** argv, int first) {
              ": expected one of ", known);
   }
   if (!o.input.empty()) parse_shape(o.input);
+  if (!o.memory_format.empty()) parse_memory_format(o.memory_format, "--memory-format");
   if (!o.precision.empty()) {
     LS_CHECK(o.precision == "fp32" || o.precision == "tf32" || o.precision == "bf16", "--precision ", o.precision,
              ": expected fp32, tf32 or bf16");

@@ -48,6 +48,7 @@ struct Options {
   bool tf32 = false;             // peers and scaling on GPUs: TF32 math on both sides
   std::string precision;         // fp32 | tf32 | bf16; empty: tf32 with --tf32, else fp32 (precision())
   std::string gpu;               // roofline: the GPU of gpu_peaks.cpp's table (default h100)
+  std::string memory_format;     // peers, scaling: lockstep's activations, nchw | nhwc; empty: the library's default
   // Internal (the child processes that measure one configuration):
   std::string replica_devices;   // one entry per replica, e.g. cpu,cpu
   int loader_threads = 2;

@@ -17,6 +17,7 @@
 #include "child.h"
 #include "gpu_peaks.h"
 #include "base/error.h"
+#include "runtime/memory_format_option.h"
 #include "plot.h"
 #include "suites.h"
 
@@ -139,11 +140,16 @@ SuiteResult run_peers(const Options& given) {
   std::vector<std::string> labels;
   Series bars{"images/s", {}, {}};
   for (const Device& device : targets) {
+    // The layout lockstep's step runs in: --memory-format, else the library's default.
+    ContextOptions context;
+    context.precision = parse_precision(prec);
+    if (!o.memory_format.empty()) context.memory_format = parse_memory_format(o.memory_format);
+    const std::string layout = resolve_memory_format(context, device) == MemoryFormat::nhwc ? "NHWC" : "NCHW";
     const std::string ours_settings = device.is_cpu()
                                           ? fmt("%d compute threads, %s", threads,
                                                 bf16 ? "bf16 rounded in fp32 storage" : "fp32")
-                                          : bf16 ? "NHWC, bf16 activations, FP32 master weights"
-                                          : (prec == "tf32" ? "NCHW, TF32 allowed" : "NCHW, FP32");
+                                          : bf16 ? layout + ", bf16 activations, FP32 master weights"
+                                          : layout + (prec == "tf32" ? ", TF32 allowed" : ", FP32");
     double ours_ips = NAN;
     int64_t ours_params = -1;
     std::fprintf(stderr, "peers: lockstep on %s ...\n", device.str().c_str());

@@ -23,6 +23,7 @@ std::vector<std::string> step_flags(const Options& o, const std::vector<Device>&
                              "--threads", std::to_string(cpu_threads(o))};
   if (!o.precision.empty()) f.insert(f.end(), {"--precision", o.precision});
   else if (o.tf32) f.push_back("--tf32");
+  if (!o.memory_format.empty()) f.insert(f.end(), {"--memory-format", o.memory_format});
   return f;
 }
 

@@ -6,7 +6,7 @@
 
 #include "distributed/batch_split.h"
 #include "distributed/batch_staging.h"
-#include "distributed/bn_sync.h"
+#include "distributed/running_stats_combine.h"
 #include "distributed/communicator_group.h"
 #include "base/error.h"
 #include "distributed/gradient_buckets.h"
@@ -24,11 +24,11 @@ struct ReplicaManager::Replica {
   std::unique_ptr<Context> ctx;
   std::unique_ptr<Model> model;
   std::vector<Bucket> buckets;
-  BatchNormSync bn_sync;
+  RunningStatsCombine running_stats;
   std::unique_ptr<CommunicatorGroup> group;  // what the replica's layers see of the others
   StepMetrics metrics;
   PhaseTimes times;
-  ReplicaGraph graph;  // ReplicaOptions::cuda_graphs; after ctx, so destroyed before it
+  ReplicaGraph cuda_graph;  // ReplicaOptions::cuda_graphs; after ctx, so destroyed before it
   WorkerThread thread;  // last member: joined before the rest is destroyed
 };
 
@@ -196,7 +196,7 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
       const StepInfo info{options_.seed, step_, slice.offset, nullptr, options_.label_smoothing};
       r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), nullptr);
       // Alone (no communicator): the combination's buffers, no collective.
-      r.bn_sync.run(*r.model, *r.ctx, nullptr, r.rank, 1.0);
+      r.running_stats.run(*r.model, *r.ctx, nullptr, r.rank, 1.0);
     }
     if (kept.defined()) r.ctx->copy(kept, state);
   });
@@ -271,33 +271,34 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
           r.model->train_step(*r.ctx, info, step_images, step_labels, 1.0f / static_cast<float>(global), on_ready);
       q.compute_end_mark = q.result.end_mark >= 0 ? q.result.end_mark : r.ctx->mark_time();
       double weight = static_cast<double>(slice.count) / static_cast<double>(global);
-      r.bn_sync.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
+      r.running_stats.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
       if (n > 1) comm_->wait(r.rank, *r.ctx);
       if (options_.context.sync_timing) r.ctx->synchronize();
       q.update_mark = r.ctx->mark_time();
-      sgd_step(*r.ctx, arenas, sgd, lr, lr_on_device);
+      ops::sgd_step(*r.ctx, arenas, sgd, lr, lr_on_device);
       return q;
     };
 
     // Every step tells the graph its size: one at another size drops it.
-    if (r.graph.follows(global) && graphs) {
+    if (r.cuda_graph.follows(global) && graphs) {
       // Capture (the first time) and launch: the batch slice and the
       // per-step values go to the graph's fixed buffers first.
-      r.graph.stage(*r.ctx, images, labels, lr, step);
+      r.cuda_graph.stage(*r.ctx, images, labels, lr, step);
       const int launch_mark = r.ctx->mark_time();
-      if (!r.graph.captured()) {
-        const StepInfo info{options_.seed, step, slice.offset, r.graph.step_on_device(), options_.label_smoothing};
+      if (!r.cuda_graph.captured()) {
+        ReplicaGraph& g = r.cuda_graph;
+        const StepInfo info{options_.seed, step, slice.offset, g.step_on_device(), options_.label_smoothing};
         StepCapture capture(*r.ctx);
-        TrainStepResult captured = queue_step(r.graph.images(), r.graph.labels(), info, r.graph.lr_on_device()).result;
-        r.graph.keep(capture.finish(), std::move(captured));
+        TrainStepResult captured = queue_step(g.images(), g.labels(), info, g.lr_on_device()).result;
+        r.cuda_graph.keep(capture.finish(), std::move(captured));
         ++r.times.graph_captures;
       }
-      r.graph.launch(*r.ctx);
+      r.cuda_graph.launch(*r.ctx);
       ++r.times.graph_steps;
       const int end_mark = r.ctx->mark_time();
       if (syncs_at_start) r.times.host_syncs += *host_synchronizations_on_this_thread() - *syncs_at_start;
-      r.metrics = r.graph.metrics();
-      if (!r.graph.reads_back()) r.ctx->synchronize();
+      r.metrics = r.cuda_graph.metrics();
+      if (!r.cuda_graph.reads_back()) r.ctx->synchronize();
       r.times.data += r.ctx->seconds_between(data_mark, launch_mark);
       r.times.forward += r.ctx->seconds_between(launch_mark, end_mark);
     } else {
@@ -350,7 +351,7 @@ StepMetrics ReplicaManager::evaluate(const HostBatch& batch) {
   const int n = global_size();
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
-    r.graph.drop();  // evaluation may allocate what outlives it (ReplicaGraph)
+    r.cuda_graph.drop();  // evaluation may allocate what outlives it (ReplicaGraph)
     r.metrics = {};
     if (slice.count == 0) return;
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
@@ -368,7 +369,7 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
   std::vector<float> out(global * classes);
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, global_size(), global_rank(r.rank));
-    r.graph.drop();  // as in evaluate
+    r.cuda_graph.drop();  // as in evaluate
     if (slice.count == 0) return;
     Tensor images = slice_to_device(batch.images, slice, *r.ctx);
     std::vector<float> part = r.model->logits(*r.ctx, images).to_vector();

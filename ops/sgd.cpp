@@ -10,7 +10,7 @@
 
 namespace lockstep {
 
-void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr, const float* lr_on_device) {
+void ops::sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr, const float* lr_on_device) {
   LS_CHECK(arenas.momentum.defined(), "sgd_step on arenas without a momentum buffer");
   LS_CHECK(lr >= 0.0f && config.momentum >= 0.0f && config.weight_decay >= 0.0f && config.clip_grad_norm >= 0.0f,
            "sgd_step: negative lr ", lr, ", momentum ", config.momentum, ", weight decay ", config.weight_decay,

@@ -17,6 +17,8 @@ struct SgdConfig {
   float clip_grad_norm = 0.0f;
 };
 
+namespace ops {
+
 // `lr_on_device` (GPU only, may be null): device memory the kernel reads the
 // learning rate from when it runs (a step replayed from a CUDA graph); `lr`
 // is then only checked. Where the arenas have a bf16 copy of the weights
@@ -24,5 +26,7 @@ struct SgdConfig {
 // from the updated fp32 master weights, and it is current afterwards.
 void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr,
               const float* lr_on_device = nullptr);
+
+}  // namespace ops
 
 }  // namespace lockstep

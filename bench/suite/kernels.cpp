@@ -105,7 +105,7 @@ SuiteResult run_kernels(const Options& given) {
     const double copy_gbps = 2.0 * bytes / t_copy / 1e9;
 
     const double t_fused = median_seconds(
-        o.warmup, o.steps, inner, [&] { sgd_step(ctx, arenas, sgd, lr); }, [&] { ctx.synchronize(); });
+        o.warmup, o.steps, inner, [&] { ops::sgd_step(ctx, arenas, sgd, lr); }, [&] { ctx.synchronize(); });
     // Fused: reads w, g, v and writes w, g (cleared), v.
     const double fused_bytes = 24.0 * n;
 

@@ -122,8 +122,8 @@ struct Scratch {
 
 // Tensor-core math changes a float convolution's operands (TF32); a bf16
 // one's it leaves exact, so only float plans honour allow_tf32.
-bool tensor_cores_allowed(const CudaLibraries& o, const ConvPlan& plan) {
-  return o.allow_tf32 || plan.type == CUDNN_DATA_BFLOAT16;
+bool tensor_cores_allowed(const CudaLibraries& state, const ConvPlan& plan) {
+  return state.allow_tf32 || plan.type == CUDNN_DATA_BFLOAT16;
 }
 
 // The math a search runs with; the choice then fixes its own. bf16 needs
@@ -131,16 +131,16 @@ bool tensor_cores_allowed(const CudaLibraries& o, const ConvPlan& plan) {
 // convolution on an H200 on its non-tensor-core kernels (dgrad2d direct,
 // wgrad alg1, convolve_common_engine_float), 370 times the roofline bound.
 // Float: the default math (TF32 on tensor cores) when allowed, else FMA.
-cudnnMathType_t search_math(const CudaLibraries& o, const ConvPlan& plan) {
+cudnnMathType_t search_math(const CudaLibraries& state, const ConvPlan& plan) {
   if (plan.type == CUDNN_DATA_BFLOAT16) return CUDNN_TENSOR_OP_MATH;
-  return o.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  return state.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
 template <typename Perf>
-bool acceptable(const Perf& p, const CudaLibraries& o, const ConvPlan& plan, size_t workspace_cap) {
+bool acceptable(const Perf& p, const CudaLibraries& state, const ConvPlan& plan, size_t workspace_cap) {
   if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspace_cap) return false;
-  if (o.deterministic && p.determinism != CUDNN_DETERMINISTIC) return false;
-  if (!tensor_cores_allowed(o, plan) && uses_tensor_cores(p.mathType)) return false;
+  if (state.deterministic && p.determinism != CUDNN_DETERMINISTIC) return false;
+  if (!tensor_cores_allowed(state, plan) && uses_tensor_cores(p.mathType)) return false;
   return true;
 }
 
@@ -171,7 +171,6 @@ constexpr size_t kFallbackSearchBytes = size_t(256) << 20;
 template <typename Dir>
 ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection direction, const ConvBuffers& buffers) {
   using Perf = typename Dir::Perf;
-  const CudaLibraries& options = state;
   const size_t limit = state.workspace_limit_bytes();
   cudnnHandle_t handle = state.cudnn;
 
@@ -181,7 +180,7 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   std::vector<Perf> candidates;
   size_t most_workspace = 0;
   for (int i = 0; i < listed_count; ++i)
-    if (acceptable(listed[i], options, plan, limit)) {
+    if (acceptable(listed[i], state, plan, limit)) {
       candidates.push_back(listed[i]);
       most_workspace = std::max(most_workspace, listed[i].memory);
     }
@@ -195,8 +194,8 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
     for (int i = 0; i < listed_count; ++i) offered += (i ? "; " : "") + perf_text(listed[i]);
     LS_FAIL(direction_name(direction), " on cuda:", state.device, ": no cuDNN algorithm for ",
             conv_text(plan.geometry), plan.type == CUDNN_DATA_BFLOAT16 ? " in bf16" : "", " within a workspace of ",
-            limit, " bytes", options.deterministic ? " that is deterministic" : "",
-            tensor_cores_allowed(options, plan) ? "" : " without tensor cores",
+            limit, " bytes", state.deterministic ? " that is deterministic" : "",
+            tensor_cores_allowed(state, plan) ? "" : " without tensor cores",
             " (raise ContextOptions::workspace_limit_bytes, or allow non-deterministic algorithms); the heuristics "
             "offered: ",
             offered.empty() ? "nothing" : offered, "; a search over every algorithm found none either");
@@ -214,7 +213,7 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   // freely: the workspace, and the output when the op's own must not be
   // overwritten.
   Scratch scratch(state), scratch_output(state);
-  bool have_scratch = !options.deterministic || !listed_one;
+  bool have_scratch = !state.deterministic || !listed_one;
   if (have_scratch) {
     try {
       scratch.allocate(search_workspace);
@@ -235,10 +234,10 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
     LS_CUDA_CHECK(cudaStreamSynchronize(state.compute_stream));
     if (status == CUDNN_STATUS_SUCCESS) {
       for (int i = 0; i < timed_count; ++i) {
-        if (!acceptable(timed[i], options, plan, search_workspace)) continue;
+        if (!acceptable(timed[i], state, plan, search_workspace)) continue;
         // Deterministic (reached only when the heuristics listed none): the
         // lowest algorithm number, which no timing can reorder.
-        if (options.deterministic) {
+        if (state.deterministic) {
           if (!timed_choice || timed[i].algo < best.algo) best = timed[i];
           timed_choice = true;
           continue;
@@ -256,7 +255,7 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   chosen.algo = static_cast<int>(best.algo);
   // TF32 off: FMA math whatever the search reported (a default-math result
   // on Ampere and later could otherwise take the TF32 path); bf16 keeps it.
-  chosen.math = tensor_cores_allowed(options, plan) ? best.mathType : CUDNN_FMA_MATH;
+  chosen.math = tensor_cores_allowed(state, plan) ? best.mathType : CUDNN_FMA_MATH;
   LS_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.desc(direction), chosen.math));
   LS_CUDNN_CHECK(Dir::workspace(handle, plan, chosen.algo, &chosen.workspace_bytes));
   chosen.workspace_bytes = std::max(chosen.workspace_bytes, static_cast<size_t>(best.memory));

@@ -32,7 +32,7 @@ TEST_CASE("sgd momentum with weight decay equals a hand-computed three-step sequ
   for (int s = 0; s < 3; ++s) {
     set(a.grad(0), gw[s]);
     set(a.grad(1), {gb[s]});
-    sgd_step(ctx, a, config, lr);
+    ops::sgd_step(ctx, a, config, lr);
   }
   std::vector<float> w = a.param(0).to_vector();
   REQUIRE(w[0] == Approx(0.974774f).epsilon(1e-5));
@@ -52,7 +52,7 @@ TEST_CASE("sgd nesterov equals a hand-computed three-step sequence", "[sgd]") {
   //  g=1.12308, v=0.882+1.12308=2.00508, step=1.12308+1.00254=2.12562, w=0.402838
   for (int s = 0; s < 3; ++s) {
     set(a.grad(0), {1.0f, 0.0f});
-    sgd_step(ctx, a, config, 0.1f);
+    ops::sgd_step(ctx, a, config, 0.1f);
   }
   REQUIRE(a.param(0).to_vector()[0] == Approx(0.402838f).epsilon(1e-5));
   REQUIRE(a.param(0).to_vector()[1] == 0.0f);
@@ -67,7 +67,7 @@ TEST_CASE("sgd with gradient clipping scales the gradients to the global norm be
   SgdConfig config{0.0f, 0.1f, false, 1.0f};
   set(a.grad(0), {3.0f, 0.0f});
   set(a.grad(1), {4.0f});
-  sgd_step(ctx, a, config, 0.5f);
+  ops::sgd_step(ctx, a, config, 0.5f);
   // w: g = 0.6 * (1 - 1e-6/5 roughly) + 0.1 * 1 -> w = 1 - 0.5 * 0.7; w1: g = 0 + 0.1 * -2 -> -2 + 0.1
   REQUIRE(a.param(0).to_vector()[0] == Approx(0.65f).epsilon(1e-5));
   REQUIRE(a.param(0).to_vector()[1] == Approx(-1.9f).epsilon(1e-6));
@@ -80,16 +80,16 @@ TEST_CASE("sgd with gradient clipping scales the gradients to the global norm be
     set(x->grad(0), {0.3f, 0.0f});
     set(x->grad(1), {0.4f});
   }
-  sgd_step(ctx, b, SgdConfig{0.9f, 0.1f, false, 1.0f}, 0.5f);
-  sgd_step(ctx, c, SgdConfig{0.9f, 0.1f, false, 0.0f}, 0.5f);
+  ops::sgd_step(ctx, b, SgdConfig{0.9f, 0.1f, false, 1.0f}, 0.5f);
+  ops::sgd_step(ctx, c, SgdConfig{0.9f, 0.1f, false, 0.0f}, 0.5f);
   REQUIRE(b.params.to_vector() == c.params.to_vector());
   REQUIRE(b.momentum.to_vector() == c.momentum.to_vector());
-  REQUIRE_THROWS_WITH(sgd_step(ctx, b, SgdConfig{0.9f, 0.1f, false, -1.0f}, 0.5f),
+  REQUIRE_THROWS_WITH(ops::sgd_step(ctx, b, SgdConfig{0.9f, 0.1f, false, -1.0f}, 0.5f),
                       Catch::Contains("gradient clipping norm -1"));
 }
 
 TEST_CASE("sgd refuses a negative learning rate", "[sgd]") {
   Context ctx(Device::cpu());
   ParameterArenas a = two_tensor_arenas();
-  REQUIRE_THROWS_WITH(sgd_step(ctx, a, SgdConfig{}, -1.0f), Catch::Contains("negative lr"));
+  REQUIRE_THROWS_WITH(ops::sgd_step(ctx, a, SgdConfig{}, -1.0f), Catch::Contains("negative lr"));
 }

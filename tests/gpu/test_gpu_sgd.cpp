@@ -42,8 +42,8 @@ void require_same_arenas(ParameterArenas& gpu, ParameterArenas& cpu) {
 void step_both(Context& gpu_ctx, Context& cpu_ctx, ParameterArenas& gpu, ParameterArenas& cpu, const SgdConfig& config,
                uint64_t seed) {
   fill_same(gpu, cpu, seed);
-  sgd_step(gpu_ctx, gpu, config, 0.05f);
-  sgd_step(cpu_ctx, cpu, config, 0.05f);
+  ops::sgd_step(gpu_ctx, gpu, config, 0.05f);
+  ops::sgd_step(cpu_ctx, cpu, config, 0.05f);
   gpu_ctx.synchronize();
   require_same_arenas(gpu, cpu);
 }
@@ -79,9 +79,9 @@ TEST_CASE("gpu sgd with gradient clipping equals the cpu reference, clipped or n
     for (int step = 0; step < 3; ++step) {
       fill_same(gpu, cpu, 300 + step);
       fill_same(plain, plain, 300 + step);
-      sgd_step(gpu_ctx, gpu, config, 0.05f);
-      sgd_step(cpu_ctx, cpu, config, 0.05f);
-      sgd_step(cpu_ctx, plain, SgdConfig{0.9f, 5e-4f, false, 0.0f}, 0.05f);
+      ops::sgd_step(gpu_ctx, gpu, config, 0.05f);
+      ops::sgd_step(cpu_ctx, cpu, config, 0.05f);
+      ops::sgd_step(cpu_ctx, plain, SgdConfig{0.9f, 5e-4f, false, 0.0f}, 0.05f);
       gpu_ctx.synchronize();
       require_same_arenas(gpu, cpu);
       // Clipping changed the step exactly when the norm was above the limit.
@@ -99,8 +99,8 @@ TEST_CASE("gpu sgd handles more decay switches than one launch holds", "[gpu][sg
   ParameterArenas gpu(specs, Device::cuda(0), true), cpu(specs, Device::cpu(), true);
   fill_same(gpu, cpu, 7);
   SgdConfig config{0.8f, 0.1f, false};
-  sgd_step(gpu_ctx, gpu, config, 0.1f);
-  sgd_step(cpu_ctx, cpu, config, 0.1f);
+  ops::sgd_step(gpu_ctx, gpu, config, 0.1f);
+  ops::sgd_step(cpu_ctx, cpu, config, 0.1f);
   gpu_ctx.synchronize();
   require_same_arenas(gpu, cpu);
 }

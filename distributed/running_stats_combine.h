@@ -1,5 +1,8 @@
 #pragma once
-// Exact combination of batch-norm statistics over replicas (DESIGN, step 4).
+// Exact combination of the batch-norm batch statistics of the replicas into
+// the running statistics after each step (every batch-norm layer normalises
+// by its own replica's batch; --sync-bn, ops/batchnorm_sync.h, is the other
+// thing: statistics shared inside forward).
 // Replica r with n_r of the B samples has per-channel mean m_r and biased
 // variance v_r; with w_r = n_r / B,
 //   m = sum_r w_r m_r,   v = sum_r w_r (v_r + (m_r - m)^2),
@@ -15,7 +18,7 @@
 namespace lockstep {
 
 // One per replica: keeps the packed buffers from step to step.
-class BatchNormSync {
+class RunningStatsCombine {
 public:
   // Called by every rank after its backward; `weight` is n_r / B.
   void run(Model& model, Context& ctx, Communicator* comm, int rank, double weight);

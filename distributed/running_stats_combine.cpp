@@ -1,8 +1,8 @@
-#include "distributed/bn_sync.h"
+#include "distributed/running_stats_combine.h"
 
 namespace lockstep {
 
-void BatchNormSync::run(Model& model, Context& ctx, Communicator* comm, int rank, double weight) {
+void RunningStatsCombine::run(Model& model, Context& ctx, Communicator* comm, int rank, double weight) {
   std::vector<BatchNormState*> layers = model.batch_norms();
   if (layers.empty()) return;
   const bool alone = !comm || comm->size() == 1;

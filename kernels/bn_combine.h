@@ -1,8 +1,9 @@
 #pragma once
 // Exact combination of batch-norm statistics over replicas, per channel,
-// written once for the CPU loops and the CUDA kernels (DESIGN, step 4). All
-// of a model's BN layers go together in one packed buffer of doubles, so the
-// combination takes two all-reduces whatever the depth:
+// written once for the CPU loops and the CUDA kernels (docs/architecture.md,
+// "Batch-norm statistics across replicas"). All of a model's BN layers go
+// together in one packed buffer of doubles, so the combination takes two
+// all-reduces whatever the depth:
 //   [0, C)          weight * mean of every channel of every layer (C channels in all)
 //   [C, C + L)      values per channel behind each layer's statistics (L layers), exact in a double
 //   [C + L, 2C + L) weight * (var + (mean - combined mean)^2) of every channel

@@ -18,7 +18,7 @@ LS_HD float bn_inv_std(float var, float eps) { return 1.0f / sqrtf(var + eps); }
 // growth): below float's 2^-24 while that one value lies within about 10^3
 // standard deviations of the mean (3e-7 measured at 10^4).
 // (The unshifted E[x^2] - mean^2 loses (mean / std)^2 in the same way, which
-// is why DESIGN rules it out.) A rounding below zero is clamped to zero.
+// is why it is never used.) A rounding below zero is clamped to zero.
 struct BnMoments {
   double mean, var;
 };

@@ -9,7 +9,8 @@
 //   [C+1, 2C+1)     M_r * (v_r + (m_r - m)^2)         -> summed: M v
 //   [2C+1, 3C+1)    sum of dy over the replica's values       \ summed in backward:
 //   [3C+1, 4C+1)    sum of dy * xhat over them                /  the global means
-// (the exact combination of DESIGN step 4, weighted by counts).
+// (the exact combination of docs/architecture.md, "Batch-norm statistics
+// across replicas", weighted by counts).
 #include <stdint.h>
 
 #include "kernels/bn_math.h"

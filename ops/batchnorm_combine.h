@@ -1,7 +1,8 @@
 #pragma once
 // BatchNormCombiner: the exact combination of one replica's batch-norm
-// statistics with the other replicas' (DESIGN, step 4), for every BN layer of
-// a model at once, on the replica's device, in double:
+// statistics with the other replicas' (docs/architecture.md, "Batch-norm
+// statistics across replicas"), for every BN layer of a model at once, on the
+// replica's device, in double:
 //   1. pack_means(): weight * mean of every channel and each layer's count,
 //      one packed buffer (kernels/bn_combine.h)  -> the caller sums it over replicas
 //   2. variance_terms(): weight * (var + (mean - m)^2) around the combined

@@ -2,7 +2,8 @@
 // Host synchronisations: each time the calling thread made the host wait for
 // GPU work (a stream, event or device synchronise, a synchronous copy, a copy
 // to or from pageable memory). A training step makes none before its one
-// end-of-step read-back (DESIGN, replica manager); this is how that is shown.
+// end-of-step read-back (docs/architecture.md, "The step"); this is how that
+// is shown.
 //
 // Only the emulated GPU runtime can count them (it sees every such call); on
 // a real GPU or without a GPU backend the count is not available.

@@ -2,7 +2,7 @@
 // The CPU backend's one pool of compute threads. Every parallel CPU loop of
 // lockstep (convolution, GEMM, batch-norm, pooling, element-wise, optimizer)
 // runs on it, and OpenBLAS is held to one thread per call so its own threads
-// never spin against ours (issue 18: about 30% of cycles went to OpenBLAS's
+// never spin against ours (measured: about 30% of cycles went to OpenBLAS's
 // pthread build yielding between sgemm calls on 2 cores).
 //
 // With oneDNN built in (LOCKSTEP_WITH_DNNL), the pool's threads are the

@@ -344,7 +344,7 @@ class Cli(unittest.TestCase):
         with open(ck, "rb") as f:
             self.assertEqual(f.read(), before)
 
-    # Issue 16: the workloads users bring.
+    # The workloads users bring.
 
     def need_pil(self):
         try:
@@ -434,8 +434,8 @@ class Cli(unittest.TestCase):
         self.assertEqual(png_size(self.path("cifar.png")), (900, 640))
 
     def test_time_limit_stops_in_its_window_with_a_checkpoint_that_resumes(self):
-        # A 5 s limit on a run of 1000 epochs (20 mlp steps each): CI cannot wait for the
-        # issue's 20 s; the window scales with it: it must end within [5 s, 10 s).
+        # A 5 s limit on a run of 1000 epochs (20 mlp steps each), short for CI;
+        # the window scales with it: it must end within [5 s, 10 s).
         ck = self.path("ck.safetensors")
         metrics = self.path("m.jsonl")
         start = time.time()

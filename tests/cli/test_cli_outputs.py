@@ -1,5 +1,5 @@
-"""End-to-end tests of what `lockstep train` writes and checks before training
-(issue 17, items 3, 4, 5, 6 and 8), run by CTest (tests/cli_outputs.cmake).
+"""End-to-end tests of what `lockstep train` writes and checks before training,
+run by CTest (tests/cli.cmake).
 
 Each test builds its own small data set in a temporary folder (IDX files, or
 image folders of PNGs written here without PIL), so that no test can damage a

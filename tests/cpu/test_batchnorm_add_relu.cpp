@@ -1,4 +1,4 @@
-// Batch norm + residual add + ReLU fused (issue 14) on the CPU: equal bit for
+// Batch norm + residual add + ReLU fused on the CPU: equal bit for
 // bit to the unfused sequence it replaces, its layer's gradients against
 // finite differences, the unfused passes in evaluation, and clear errors.
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
-// Batch norm + ReLU fused (issue 14, item 3) on the CPU: equal bit for bit
-// to the unfused sequence it replaces, and clear errors on bad shapes.
+// Batch norm + ReLU fused on the CPU: equal bit for bit to the unfused
+// sequence it replaces, and clear errors on bad shapes.
 #include <catch2/catch.hpp>
 
 #include "base/error.h"

@@ -1,5 +1,5 @@
-// Issue 16: split folders as users name them, the per-class test fraction,
-// and skipped files named once each.
+// Split folders as users name them, the per-class test fraction, and skipped
+// files named once each.
 #include <catch2/catch.hpp>
 
 #include "data/dataset.h"

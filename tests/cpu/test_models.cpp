@@ -369,7 +369,7 @@ TEST_CASE("resnet50 vgg16 vgg16-bn and vgg-f at 3x224x224 with 1000 classes have
   REQUIRE(published.at("vgg-f") == 138975272);
 }
 
-TEST_CASE("resnet50 takes the 7x7 stem and max pool from 64 px up and the models give logits at the issue's inputs",
+TEST_CASE("resnet50 takes the 7x7 stem and max pool from 64 px up and the models give logits at their usual inputs",
           "[models]") {
   // The flower photos (5 classes at 3x100x100), the VGG-F example (3 classes
   // at 3x64x64), and the edge of the stem rule.

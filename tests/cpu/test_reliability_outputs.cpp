@@ -1,4 +1,4 @@
-// What a run writes (issue 17, items 3 to 5): checkpoints and metrics never
+// What a run writes: checkpoints and metrics never
 // overwrite an input or a file of another kind, two writers of one
 // checkpoint never share a temporary file and a second run is refused by the
 // lock, class names and paths of any bytes survive the checkpoint, and the

@@ -1,4 +1,4 @@
-// Batch norm + ReLU fused (issue 14, item 3), and batch norm + residual add +
+// Batch norm + ReLU fused, and batch norm + residual add +
 // ReLU fused, on the GPU: the fused kernels equal the unfused kernel sequence
 // bit for bit, and the CPU reference within the tolerance the layer tests
 // hold batch norm to (test_gpu_layers: the GPU's block sums add in another order).

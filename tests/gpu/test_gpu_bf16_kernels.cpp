@@ -1,4 +1,4 @@
-// The hand-written kernels with bf16 storage (issue 14): each GPU op on bf16
+// The hand-written kernels with bf16 storage: each GPU op on bf16
 // tensors against the CPU's FP32 op run on the same bf16-rounded inputs, its
 // outputs then rounded to bf16 (what one rounding at the store gives).
 //

@@ -1,4 +1,4 @@
-// bf16 storage through the library ops (issue 14, bf16 on the GPU): cuDNN
+// bf16 storage through the library ops on the GPU: cuDNN
 // convolution (forward, backward data, backward filter, bias gradient) and
 // pooling (max, average, forward and backward), cuBLAS linear (forward,
 // backward data, backward weight, bias gradient), with bf16 tensors on the

@@ -1,7 +1,7 @@
 // A training step makes no host synchronisation before its end-of-step
-// read-back (DESIGN, replica manager): on 1 and 2 devices, for simple-cnn and
-// resnet18 (small inputs), and exactly one synchronisation per replica in
-// all (the read-back). Each step's host launches (runtime/host_syncs.h)
+// read-back (docs/architecture.md, "The step"): on 1 and 2 devices, for
+// simple-cnn and resnet18 (small inputs), and exactly one synchronisation per
+// replica in all (the read-back). Each step's host launches (runtime/host_syncs.h)
 // are counted, and the same from step to step. The first step on one device is left out: its cuDNN
 // algorithm searches (cudnnFind*) wait for the device; on two the replica
 // manager's planning pass searches before the step. Only the emulated

@@ -1,5 +1,5 @@
-// The models of issue 16 on the GPU against the CPU: one train_step of each at
-// a tiny input (loss, accuracy, every gradient, every batch statistic).
+// The seed workloads' models on the GPU against the CPU: one train_step of
+// each at a tiny input (loss, accuracy, every gradient, every batch statistic).
 #include <catch2/catch.hpp>
 
 #include <string>

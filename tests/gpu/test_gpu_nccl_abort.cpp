@@ -1,4 +1,4 @@
-// NCCL aborts at random points (issue 13, item 4): 200 rounds in which the
+// NCCL aborts at random points: 200 rounds in which the
 // ranks run a sequence of all-reduces and waits while one rank fails and
 // aborts at a random collective, or stops so that the watchdog aborts, or a
 // third thread aborts at a random moment. Every round must end (no hang past

@@ -1,4 +1,4 @@
-// Channels-last (NHWC) tensors on the GPU (issue 14, item 2), op by op: each
+// Channels-last (NHWC) tensors on the GPU, op by op: each
 // op run with NHWC tensors on the emulated GPU equals the NCHW CPU reference
 // within the layer tests' tolerance (1e-4 of each value plus 1e-4 of the
 // tensor's RMS, test_gpu_layers.cpp), the NHWC CPU path (NCHW copies,

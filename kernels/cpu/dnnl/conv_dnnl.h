@@ -4,7 +4,7 @@
 // (nChw16c on AVX-512, nChw8c on AVX2); lockstep's tensors stay NCHW, so each
 // call reorders its operands into the layout oneDNN chose for the geometry
 // and the result back, through three buffers the calling thread keeps for
-// all geometries (issue 18: im2col + OpenBLAS spent about 65% of a resnet20
+// all geometries (measured on 2 cores: im2col + OpenBLAS spent about 65% of a resnet20
 // step; oneDNN's kernels take half of that time with the reorders counted).
 //
 // Same contract and layouts as the im2col reference in conv_cpu.h, which stays

@@ -1,5 +1,6 @@
 #include "data/augment.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -60,7 +61,12 @@ Normalization compute_normalization(const Dataset& dataset, int64_t max_samples,
   return norm;
 }
 
-AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample) {
+namespace {
+void draw_resized_crop(AugmentDraw& draw, int64_t height, int64_t width, Rng& rng);
+}  // namespace
+
+AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample,
+                              const Shape& shape) {
   AugmentDraw draw;
   if (!config.enabled()) return draw;
   Rng rng(derive_seed(seed, kAugmentStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample)));
@@ -70,12 +76,99 @@ AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_
   draw.dx = static_cast<int64_t>(rng.below(span));
   const bool flip = (rng.next() >> 63) != 0;
   draw.flip = config.horizontal_flip && flip;
+  if (config.random_resized_crop) draw_resized_crop(draw, shape[1], shape[2], rng);
   return draw;
 }
+
+namespace {
+
+double uniform(Rng& rng, double lo, double hi) {
+  return lo + (hi - lo) * static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+}
+
+void draw_resized_crop(AugmentDraw& draw, int64_t height, int64_t width, Rng& rng) {
+  // torchvision's RandomResizedCrop.get_params: ten tries at a box of random
+  // area and aspect ratio, then the centred box of the ratio clamped to [3/4, 4/3].
+  const double min_ratio = 3.0 / 4.0, max_ratio = 4.0 / 3.0;
+  const double area = static_cast<double>(height * width);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target_area = area * uniform(rng, 0.08, 1.0);
+    const double ratio = std::exp(uniform(rng, std::log(min_ratio), std::log(max_ratio)));
+    const int64_t w = std::llround(std::sqrt(target_area * ratio));
+    const int64_t h = std::llround(std::sqrt(target_area / ratio));
+    if (w > 0 && w <= width && h > 0 && h <= height) {
+      draw.top = static_cast<int64_t>(rng.below(static_cast<uint64_t>(height - h + 1)));
+      draw.left = static_cast<int64_t>(rng.below(static_cast<uint64_t>(width - w + 1)));
+      draw.height = h;
+      draw.width = w;
+      return;
+    }
+  }
+  const double ratio = static_cast<double>(width) / static_cast<double>(height);
+  int64_t w = width, h = height;
+  if (ratio < min_ratio) h = std::llround(static_cast<double>(w) / min_ratio);
+  else if (ratio > max_ratio) w = std::llround(static_cast<double>(h) * max_ratio);
+  draw.top = (height - h) / 2;
+  draw.left = (width - w) / 2;
+  draw.height = h;
+  draw.width = w;
+}
+
+}  // namespace
+
+namespace {
+
+// One axis of a bilinear resize of `box` source pixels from `start` to
+// `size` output pixels, pixel centres aligned (half-pixel offsets, as
+// torchvision's and PIL's resize): output o reads sources i0 and i1 with
+// weight 1 - t and t.
+struct Tap {
+  int64_t i0 = 0, i1 = 0;
+  float t = 0.0f;
+};
+std::vector<Tap> bilinear_taps(int64_t start, int64_t box, int64_t size) {
+  std::vector<Tap> taps(static_cast<size_t>(size));
+  const double step = static_cast<double>(box) / static_cast<double>(size);
+  for (int64_t o = 0; o < size; ++o) {
+    const double at = std::clamp((static_cast<double>(o) + 0.5) * step - 0.5, 0.0, static_cast<double>(box - 1));
+    const int64_t i0 = static_cast<int64_t>(at);
+    taps[o] = {start + i0, start + std::min(i0 + 1, box - 1), static_cast<float>(at - static_cast<double>(i0))};
+  }
+  return taps;
+}
+
+// The draw's box of `in` resized to the whole height x width (and mirrored
+// when the draw says so). The box is never larger than the sample, so the
+// resize only enlarges or copies: no averaging filter is needed.
+void resize_box(const float* in, float* out, int64_t channels, int64_t height, int64_t width, const AugmentDraw& draw) {
+  const std::vector<Tap> rows = bilinear_taps(draw.top, draw.height, height);
+  const std::vector<Tap> cols = bilinear_taps(draw.left, draw.width, width);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* src = in + c * height * width;
+    float* dst = out + c * height * width;
+    for (int64_t y = 0; y < height; ++y) {
+      const Tap& r = rows[y];
+      const float* a = src + r.i0 * width;
+      const float* b = src + r.i1 * width;
+      for (int64_t x = 0; x < width; ++x) {
+        const Tap& k = cols[draw.flip ? width - 1 - x : x];
+        const float top = a[k.i0] + k.t * (a[k.i1] - a[k.i0]);
+        const float bottom = b[k.i0] + k.t * (b[k.i1] - b[k.i0]);
+        dst[y * width + x] = top + r.t * (bottom - top);
+      }
+    }
+  }
+}
+
+}  // namespace
 
 void apply_augmentation(const float* in, float* out, const Shape& shape, int64_t crop_padding,
                         const AugmentDraw& draw) {
   const int64_t channels = shape[0], height = shape[1], width = shape[2];
+  if (draw.height > 0) {
+    resize_box(in, out, channels, height, width, draw);
+    return;
+  }
   // Output (y, x) shows padded pixel (y + dy, x' + dx), x' = x or its mirror,
   // which is input pixel (y + dy - p, x' + dx - p) or a zero of the padding.
   const int64_t shift_y = draw.dy - crop_padding, shift_x = draw.dx - crop_padding;

@@ -1,6 +1,7 @@
 #pragma once
 // Host-side augmentation, in torchvision's order: random crop from the image
-// padded with zeros, random horizontal flip, then per-channel normalisation.
+// padded with zeros (or a random resized crop), random horizontal flip, then
+// per-channel normalisation.
 // Crops and flips are drawn from (seed, epoch, sample index), so a sample
 // looks the same whichever loader thread prepares it.
 #include <cstdint>
@@ -35,20 +36,29 @@ struct AugmentConfig {
   int64_t crop_padding = 0;
   // Mirror left-right with probability 1/2.
   bool horizontal_flip = false;
+  // torchvision's RandomResizedCrop on the sample: a box of 8% to 100% of its
+  // area, of aspect ratio 3/4 to 4/3 (log-uniform), resized back to the
+  // sample's size bilinearly. Not with crop_padding.
+  bool random_resized_crop = false;
 
-  bool enabled() const { return crop_padding > 0 || horizontal_flip; }
+  bool enabled() const { return crop_padding > 0 || random_resized_crop || horizontal_flip; }
 };
 
 // What augmentation does to one sample: the crop's offset into the padded
-// image (each in [0, 2 * crop_padding]) and whether it is mirrored.
+// image (each in [0, 2 * crop_padding]), the random-resized-crop box (rows
+// top..top+height-1, columns left..left+width-1 of the sample; height 0 when
+// there is none) and whether it is mirrored.
 struct AugmentDraw {
   int64_t dy = 0, dx = 0;
   bool flip = false;
+  int64_t top = 0, left = 0, height = 0, width = 0;
 };
-AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample);
+// `shape`: the sample's [C, H, W].
+AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample,
+                              const Shape& shape);
 
-// Writes the cropped and flipped `in` ([C, H, W] in `shape`) to `out`; the
-// two must not overlap.
+// Writes the cropped (or box-resized) and flipped `in` ([C, H, W] in
+// `shape`) to `out`; the two must not overlap.
 void apply_augmentation(const float* in, float* out, const Shape& shape, int64_t crop_padding,
                         const AugmentDraw& draw);
 

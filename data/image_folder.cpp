@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <climits>
 #include <filesystem>
@@ -121,6 +122,19 @@ std::optional<std::pair<int64_t, int64_t>> declared_size(const std::vector<uint8
   return std::pair<int64_t, int64_t>{w, h};
 }
 
+// The centred window of an image_height x image_width image with the
+// target's aspect ratio whose shorter side (relative to the target's) is
+// `fraction` of the image's: torchvision's Resize(size / fraction) followed by
+// CenterCrop(size), in the image's own pixels.
+struct CropWindow {
+  double height = 0.0, width = 0.0;
+};
+CropWindow center_window(double image_height, double image_width, int64_t height, int64_t width, double fraction) {
+  const double aspect = double(width) / double(height);
+  if (image_width >= image_height * aspect) return {image_height * fraction, image_height * fraction * aspect};
+  return {image_width * fraction / aspect, image_width * fraction};
+}
+
 }  // namespace
 
 std::string pixel_limit_problem(const std::string& path, int64_t width, int64_t height, int64_t max_pixels) {
@@ -138,23 +152,34 @@ bool is_image_file_name(const std::string& name) {
 }
 
 void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out,
-                  int64_t max_pixels) {
+                  int64_t max_pixels, double center_crop) {
   LS_CHECK(channels == 1 || channels == 3, "decode_image ", path, ": channels must be 1 (grey) or 3 (RGB), not ",
            channels);
   LS_CHECK(height > 0 && width > 0, "decode_image ", path, ": target size ", height, "x", width);
+  LS_CHECK(center_crop >= 0.0 && center_crop <= 1.0, "decode_image ", path, ": centre crop ", center_crop,
+           " outside [0, 1]");
   const int c = static_cast<int>(channels);
   thread_local std::vector<uint8_t> bytes;
   read_plain_file(path, bytes, "image");
   LS_CHECK(!bytes.empty(), "zero-byte image ", path);
   LS_CHECK(bytes.size() <= INT_MAX, "image ", path, ": ", bytes.size(), " bytes, more than an image file may hold (2 GiB)");
-  if (const auto size = declared_size(bytes)) {
+  const auto size = declared_size(bytes);
+  if (size) {
     const std::string problem = pixel_limit_problem(path, size->first, size->second, max_pixels);
     LS_CHECK(problem.empty(), problem);
+  }
+  // A centre crop needs its window, not the whole image, at the target size:
+  // the JPEG is decoded at a scale that keeps the window that large.
+  int64_t decode_height = height, decode_width = width;
+  if (center_crop > 0.0 && size) {
+    const CropWindow window = center_window(size->second, size->first, height, width, center_crop);
+    decode_height = static_cast<int64_t>(std::ceil(double(height) * double(size->second) / window.height));
+    decode_width = static_cast<int64_t>(std::ceil(double(width) * double(size->first) / window.width));
   }
   thread_local std::vector<uint8_t> jpeg_pixels;
   std::optional<JpegDecoded> jpeg;
   if (is_jpeg(bytes.data(), bytes.size()))
-    jpeg = decode_jpeg(path, bytes.data(), bytes.size(), channels, height, width, jpeg_pixels);
+    jpeg = decode_jpeg(path, bytes.data(), bytes.size(), channels, decode_height, decode_width, jpeg_pixels);
   std::unique_ptr<stbi_uc, void (*)(void*)> stb_pixels(nullptr, stbi_image_free);
   PixelsHWC image{nullptr, 0, 0, channels, 0};
   if (jpeg) {
@@ -171,6 +196,28 @@ void decode_image(const std::string& path, int64_t channels, int64_t height, int
     image = PixelsHWC{stb_pixels.get(), h, w, channels, 0};
   }
   image.stride = image.width * channels;
+  if (center_crop > 0.0) {
+    // The window in decoded pixels (the content may be a fraction of a pixel
+    // short of the decoded size), whole pixels, centred.
+    const double content_height = image.content_height ? double(image.content_height) / double(image.content_denom)
+                                                       : double(image.height);
+    const double content_width = image.content_width ? double(image.content_width) / double(image.content_denom)
+                                                     : double(image.width);
+    const CropWindow window = center_window(content_height, content_width, height, width, center_crop);
+    const auto whole = [](double length, int64_t limit) {
+      return std::clamp<int64_t>(static_cast<int64_t>(std::llround(length)), 1, limit);
+    };
+    const int64_t crop_height = whole(window.height, image.height), crop_width = whole(window.width, image.width);
+    const int64_t top = std::clamp<int64_t>(std::llround((content_height - double(crop_height)) / 2.0), 0,
+                                            image.height - crop_height);
+    const int64_t left = std::clamp<int64_t>(std::llround((content_width - double(crop_width)) / 2.0), 0,
+                                             image.width - crop_width);
+    image.data += top * image.stride + left * channels;
+    image.height = crop_height;
+    image.width = crop_width;
+    image.content_height = image.content_width = 0;
+    image.content_denom = 1;
+  }
   // The content is at least the target size whenever the JPEG was scaled down.
   if (image.width >= width && image.height >= height) {
     shrink_area(image, height, width, out);
@@ -183,7 +230,8 @@ void decode_image(const std::string& path, int64_t channels, int64_t height, int
   std::vector<uint8_t> resized(plane * c);
   auto filter = [](int64_t from, int64_t to) { return to < from ? STBIR_FILTER_BOX : STBIR_FILTER_CATMULLROM; };
   const int ok =
-      stbir_resize(image.data, static_cast<int>(image.width), static_cast<int>(image.height), 0, resized.data(),
+      stbir_resize(image.data, static_cast<int>(image.width), static_cast<int>(image.height),
+                   static_cast<int>(image.stride), resized.data(),
                    static_cast<int>(width), static_cast<int>(height), 0, STBIR_TYPE_UINT8, c, STBIR_ALPHA_CHANNEL_NONE,
                    0, STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, filter(image.width, width), filter(image.height, height),
                    STBIR_COLORSPACE_LINEAR, nullptr);
@@ -193,9 +241,9 @@ void decode_image(const std::string& path, int64_t channels, int64_t height, int
 }
 
 void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out,
-                int64_t max_pixels) {
+                int64_t max_pixels, double center_crop) {
   std::vector<uint8_t> bytes(static_cast<size_t>(Shape{channels, height, width}.numel()));
-  decode_image(path, channels, height, width, bytes.data(), max_pixels);
+  decode_image(path, channels, height, width, bytes.data(), max_pixels, center_crop);
   for (size_t i = 0; i < bytes.size(); ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
 }
 
@@ -205,6 +253,8 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
            ": channels must be 1 (grey) or 3 (RGB), not ", options_.channels);
   LS_CHECK(options_.height > 0 && options_.width > 0, "image folder ", root_, ": the target size ", options_.height,
            "x", options_.width, " must be positive");
+  LS_CHECK(options_.center_crop >= 0.0 && options_.center_crop <= 1.0, "image folder ", root_, ": centre crop ",
+           options_.center_crop, " outside [0, 1]");
   std::error_code ec;
   const fs::file_status status = fs::status(root_, ec);
   LS_CHECK(fs::exists(status), "image folder ", root_, ": no such folder", ec ? " (" + ec.message() + ")" : "");
@@ -262,7 +312,8 @@ void ImageFolder::read(int64_t index, float* out) const {
   };
   if (!cache_state_) {
     std::vector<uint8_t> bytes(static_cast<size_t>(n));
-    decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels);
+    decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels,
+                 options_.center_crop);
     to_float(bytes.data());
     return;
   }
@@ -276,7 +327,8 @@ void ImageFolder::read(int64_t index, float* out) const {
   uint8_t expected = 0;
   if (state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     try {
-      decode_image(files_[index], options_.channels, options_.height, options_.width, slot, options_.max_pixels);
+      decode_image(files_[index], options_.channels, options_.height, options_.width, slot, options_.max_pixels,
+                   options_.center_crop);
     } catch (...) {
       state.store(0, std::memory_order_release);
       throw;
@@ -286,7 +338,8 @@ void ImageFolder::read(int64_t index, float* out) const {
     return;
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(n));
-  decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels);
+  decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels,
+                 options_.center_crop);
   to_float(bytes.data());
 }
 

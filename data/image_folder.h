@@ -34,6 +34,11 @@ struct ImageFolderOptions {
   std::vector<std::string> classes;
   // Images declaring more pixels are refused (or skipped, with skip_bad_images).
   int64_t max_pixels = kDefaultMaxImagePixels;
+  // 0: each image is stretched to height x width. A fraction f in (0, 1]:
+  // its aspect ratio is kept and the centred window covering f of its
+  // shorter side is taken (torchvision's Resize(size / f) then
+  // CenterCrop(size); ImageNet evaluation uses 0.875, 224 of 256).
+  double center_crop = 0.0;
 };
 
 class ImageFolder final : public Dataset {
@@ -78,11 +83,12 @@ bool is_image_file_name(const std::string& name);
 // lockstep::Error naming the file when it is empty, not a regular file,
 // cannot be decoded, (JPEG) is cut short, or declares more than `max_pixels`
 // pixels (checked from its header, before decoding).
+// center_crop as ImageFolderOptions::center_crop.
 void decode_image(const std::string& path, int64_t channels, int64_t height, int64_t width, uint8_t* out,
-                  int64_t max_pixels = kDefaultMaxImagePixels);
+                  int64_t max_pixels = kDefaultMaxImagePixels, double center_crop = 0.0);
 // The same as floats in [0, 1] (what `lockstep predict` feeds a model).
 void load_image(const std::string& path, int64_t channels, int64_t height, int64_t width, float* out,
-                int64_t max_pixels = kDefaultMaxImagePixels);
+                int64_t max_pixels = kDefaultMaxImagePixels, double center_crop = 0.0);
 
 // Empty when a width x height image is within `max_pixels`; otherwise the
 // message that refuses `path`, naming its size and the setting.

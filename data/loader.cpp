@@ -77,6 +77,8 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
   LS_CHECK(config_.threads >= 1, "Loader: ", config_.threads, " threads; it needs at least 1");
   LS_CHECK(config_.prefetch >= 2, "Loader: prefetch ", config_.prefetch, " must be at least 2");
   LS_CHECK(config_.augment.crop_padding >= 0, "Loader: negative crop padding ", config_.augment.crop_padding);
+  LS_CHECK(config_.augment.crop_padding == 0 || !config_.augment.random_resized_crop,
+           "Loader: a padded crop and a random resized crop are two crops: give one");
   // Not (n + batch_size - 1) / batch_size: that overflows for a batch size near 2^63.
   num_batches_ = n / config_.batch_size + (!config_.drop_last && n % config_.batch_size != 0 ? 1 : 0);
   LS_CHECK(num_batches_ > 0, "Loader: ", dataset_->source(), " has ", n, " samples, not one full batch of ",
@@ -317,7 +319,7 @@ void Loader::worker_loop() {
         if (config_.augment.enabled()) {
           dataset_->read(index, scratch.data());
           apply_augmentation(scratch.data(), out, shape, config_.augment.crop_padding,
-                             draw_augmentation(config_.augment, config_.seed, epoch, index));
+                             draw_augmentation(config_.augment, config_.seed, epoch, index, shape));
         } else {
           dataset_->read(index, out);
         }

@@ -44,8 +44,10 @@ void check_image_folder(const std::string& path) {
            kFormats);
 }
 
-ImageFolderOptions folder_options(const DataOptions& options, std::vector<std::string> classes = {}) {
+enum class Part { train, test };
+ImageFolderOptions folder_options(const DataOptions& options, Part part, std::vector<std::string> classes = {}) {
   ImageFolderOptions out;
+  out.center_crop = part == Part::train ? options.train_center_crop : options.test_center_crop;
   out.channels = options.channels;
   out.height = options.height;
   out.width = options.width;
@@ -90,8 +92,8 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
   sets.format = DataFormat::image_folder;
   const SplitFolders split = find_split_folders(path);
   if (!split.test.empty()) {
-    auto train = std::make_shared<ImageFolder>(split.train, folder_options(options));
-    auto test = std::make_shared<ImageFolder>(split.test, folder_options(options, train->class_names()));
+    auto train = std::make_shared<ImageFolder>(split.train, folder_options(options, Part::train));
+    auto test = std::make_shared<ImageFolder>(split.test, folder_options(options, Part::test, train->class_names()));
     sets.skipped.merge(train->skipped());
     sets.skipped.merge(test->skipped());
     sets.train = train;
@@ -99,7 +101,8 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
     return sets;
   }
   // One folder of classes (or a train/ folder alone): split per class.
-  auto folder = std::make_shared<ImageFolder>(split.train.empty() ? path : split.train, folder_options(options));
+  const std::string root = split.train.empty() ? path : split.train;
+  auto folder = std::make_shared<ImageFolder>(root, folder_options(options, Part::train));
   sets.skipped = folder->skipped();
   LS_CHECK(options.test_fraction >= 0.0 && options.test_fraction < 1.0, "test fraction ", options.test_fraction,
            " is outside [0, 1)");
@@ -114,6 +117,13 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
            " classes); raise --test-fraction or give --test-data");
   sets.train = halves.train;
   sets.test = halves.test;
+  if (options.test_center_crop != options.train_center_crop) {
+    // The test part read as test images are (the same files, split alike: the
+    // split depends only on the labels and the seed).
+    auto test_folder = std::make_shared<ImageFolder>(root, folder_options(options, Part::test, folder->class_names()));
+    LS_CHECK(test_folder->size() == folder->size(), "image folder ", root, " changed while it was opened");
+    sets.test = split_dataset(test_folder, options.test_fraction, options.split_seed).test;
+  }
   return sets;
 }
 
@@ -143,7 +153,7 @@ DataSets open_test_dataset(const std::string& path, const DataOptions& options,
     return sets;
   }
   auto folder = std::make_shared<ImageFolder>(split.test.empty() ? path : split.test,
-                                              folder_options(options, train_classes));
+                                              folder_options(options, Part::test, train_classes));
   sets.skipped = folder->skipped();
   sets.test = folder;
   return sets;

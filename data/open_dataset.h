@@ -28,6 +28,13 @@ struct DataOptions {
   double test_fraction = 0.1;    // folders without a test set
   uint64_t split_seed = 0;
   int64_t num_classes = 10;      // IDX and CIFAR-10: labels must lie in [0, num_classes)
+  // Image folders: how the training and the test images fit height x width
+  // (ImageFolderOptions::center_crop): 0 stretched; f in (0, 1] the centred
+  // window over f of the shorter side, aspect kept. With random-resized-crop
+  // training, 1 for training (the crop then draws from the whole window) and
+  // 0.875 for testing, as torchvision's ImageNet recipe.
+  double train_center_crop = 0.0;
+  double test_center_crop = 0.0;
 };
 
 enum class DataFormat { idx, cifar10, image_folder };

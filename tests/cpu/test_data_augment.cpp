@@ -63,7 +63,8 @@ TEST_CASE("augment: draws depend only on (seed, epoch, sample) and cover every o
   std::set<int64_t> offsets;
   int flips = 0;
   for (int64_t s = 0; s < 1000; ++s) {
-    AugmentDraw a = draw_augmentation(config, 7, 3, s), b = draw_augmentation(config, 7, 3, s);
+    AugmentDraw a = draw_augmentation(config, 7, 3, s, Shape{1, 8, 8}),
+                b = draw_augmentation(config, 7, 3, s, Shape{1, 8, 8});
     REQUIRE((a.dy == b.dy && a.dx == b.dx && a.flip == b.flip));
     REQUIRE((a.dy >= 0 && a.dy <= 4 && a.dx >= 0 && a.dx <= 4));
     offsets.insert(a.dy * 5 + a.dx);
@@ -74,13 +75,14 @@ TEST_CASE("augment: draws depend only on (seed, epoch, sample) and cover every o
   REQUIRE(flips < 600);
   int same = 0;
   for (int64_t s = 0; s < 100; ++s) {
-    AugmentDraw a = draw_augmentation(config, 7, 3, s), b = draw_augmentation(config, 7, 4, s);
+    AugmentDraw a = draw_augmentation(config, 7, 3, s, Shape{1, 8, 8}),
+                b = draw_augmentation(config, 7, 4, s, Shape{1, 8, 8});
     same += (a.dy == b.dy && a.dx == b.dx && a.flip == b.flip);
   }
   REQUIRE(same < 20);  // another epoch, other draws
-  AugmentDraw off = draw_augmentation(AugmentConfig{}, 7, 3, 5);
+  AugmentDraw off = draw_augmentation(AugmentConfig{}, 7, 3, 5, Shape{1, 8, 8});
   REQUIRE((off.dy == 0 && off.dx == 0 && !off.flip));
-  AugmentDraw no_flip = draw_augmentation(AugmentConfig{2, false}, 7, 3, 5);
+  AugmentDraw no_flip = draw_augmentation(AugmentConfig{2, false}, 7, 3, 5, Shape{1, 8, 8});
   REQUIRE_FALSE(no_flip.flip);
 }
 
@@ -108,4 +110,75 @@ TEST_CASE("augment: normalisation statistics per channel, and normalize applies 
   REQUIRE(x[0] == Approx(0.0f).margin(1e-6));
   REQUIRE(x[4] == Approx(1.0f));
   REQUIRE_THROWS_WITH(normalize(x.data(), Shape{3, 1, 1}, n), Catch::Contains("2 means and 2 stds for 3 channels"));
+}
+
+TEST_CASE("augment: random resized crop boxes follow torchvision's rule and depend only on the draw",
+          "[data][augment]") {
+  AugmentConfig config;
+  config.random_resized_crop = true;
+  config.horizontal_flip = true;
+  for (const Shape& shape : {Shape{3, 32, 32}, Shape{1, 24, 40}, Shape{3, 96, 96}}) {
+    INFO("sample " << shape.str());
+    const double area = double(shape[1] * shape[2]);
+    double smallest = 1.0, largest = 0.0, widest = 1.0, tallest = 1.0;
+    int flips = 0;
+    for (int64_t s = 0; s < 2000; ++s) {
+      const AugmentDraw a = draw_augmentation(config, 5, 1, s, shape), b = draw_augmentation(config, 5, 1, s, shape);
+      REQUIRE((a.top == b.top && a.left == b.left && a.height == b.height && a.width == b.width && a.flip == b.flip));
+      REQUIRE((a.height >= 1 && a.width >= 1 && a.top >= 0 && a.left >= 0));
+      REQUIRE((a.top + a.height <= shape[1] && a.left + a.width <= shape[2]));
+      const double fraction = double(a.height * a.width) / area;
+      const double ratio = double(a.width) / double(a.height);
+      smallest = std::min(smallest, fraction);
+      largest = std::max(largest, fraction);
+      widest = std::max(widest, ratio);
+      tallest = std::min(tallest, ratio);
+      flips += a.flip;
+    }
+    // Areas from 8% to the whole sample, ratios within 3/4..4/3 up to the rounding of
+    // whole pixels (a side of 8 px may be one pixel off the exact ratio).
+    REQUIRE(smallest < 0.12);
+    REQUIRE(smallest > 0.05);
+    REQUIRE(largest > 0.75);  // 24x40 holds no box above 0.8 of its area within ratio 4/3
+    REQUIRE(widest > 1.25);
+    REQUIRE(tallest < 0.8);
+    REQUIRE(widest < 4.0 / 3.0 * 1.2);
+    REQUIRE(tallest > 3.0 / 4.0 / 1.2);
+    REQUIRE(flips > 900);
+    REQUIRE(flips < 1100);
+  }
+}
+
+TEST_CASE("augment: a random resized crop of the whole sample is the sample, mirrored when drawn", "[data][augment]") {
+  const Shape shape{2, 5, 7};
+  std::vector<float> in(static_cast<size_t>(shape.numel()));
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i) * 0.25f - 3.0f;
+  AugmentDraw whole;
+  whole.height = 5;
+  whole.width = 7;
+  std::vector<float> out(in.size());
+  apply_augmentation(in.data(), out.data(), shape, 0, whole);
+  REQUIRE(out == in);
+  whole.flip = true;
+  apply_augmentation(in.data(), out.data(), shape, 0, whole);
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t y = 0; y < 5; ++y)
+      for (int64_t x = 0; x < 7; ++x) REQUIRE(out[(c * 5 + y) * 7 + x] == in[(c * 5 + y) * 7 + (6 - x)]);
+  // A box of a linear ramp enlarged: bilinear interpolation of a linear function is that function
+  // at the sampled points (half-pixel centres), away from the clamped edges.
+  AugmentDraw box;
+  box.top = 1;
+  box.left = 2;
+  box.height = 3;
+  box.width = 4;
+  std::vector<float> ramp(in.size());
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t y = 0; y < 5; ++y)
+      for (int64_t x = 0; x < 7; ++x) ramp[(c * 5 + y) * 7 + x] = 2.0f * float(y) - 0.5f * float(x) + float(c);
+  apply_augmentation(ramp.data(), out.data(), shape, 0, box);
+  for (int64_t y = 1; y < 4; ++y)
+    for (int64_t x = 1; x < 6; ++x) {
+      const double sy = 1 + (y + 0.5) * 3.0 / 5.0 - 0.5, sx = 2 + (x + 0.5) * 4.0 / 7.0 - 0.5;
+      REQUIRE(out[(1 * 5 + y) * 7 + x] == Approx(2.0 * sy - 0.5 * sx + 1.0).epsilon(1e-6));
+    }
 }

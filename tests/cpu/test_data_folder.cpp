@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "data/image_folder.h"
@@ -97,6 +98,81 @@ TEST_CASE("image folder: an image of the target size keeps its pixels, channel-m
   std::vector<float> direct(45);
   load_image(dir / "a/p.png", 3, 3, 5, direct.data());
   REQUIRE(direct == x);
+}
+
+TEST_CASE("image folder: a centre crop keeps the aspect ratio and takes the middle of the shorter side",
+          "[data][folder]") {
+  TempDir dir;
+  auto pattern = [](int y, int x, int c) { return 40 * c + 7 * y + x; };
+  data_test::write_png(dir / "a/wide.png", 12, 8, 3, data_test::make_image(12, 8, 3, pattern));
+  data_test::write_png(dir / "b/tall.png", 8, 12, 3, data_test::make_image(8, 12, 3, pattern));
+  ImageFolderOptions o = options(3, 4);
+  const auto at = [](const std::vector<float>& x, int c, int y, int xx) { return x[(c * 4 + y) * 4 + xx] * 255.0f; };
+  SECTION("the whole shorter side (1): the centred 8x8 window, shrunk 2x2 into 4x4") {
+    o.center_crop = 1.0;
+    ImageFolder folder(dir.str(), o);
+    const std::vector<float> wide = read(folder, 0), tall = read(folder, 1);
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 4; ++x) {
+          // The mean of rows 2y, 2y+1 and columns 2+2x, 3+2x (wide) or rows 2+2y, 3+2y (tall).
+          REQUIRE(at(wide, c, y, x) == Approx(40 * c + 7 * (2 * y + 0.5) + (2 * x + 2.5)));
+          REQUIRE(at(tall, c, y, x) == Approx(40 * c + 7 * (2 * y + 2.5) + (2 * x + 0.5)));
+        }
+  }
+  SECTION("half of it (0.5): the centred 4x4 window, pixel for pixel") {
+    o.center_crop = 0.5;
+    ImageFolder folder(dir.str(), o);
+    const std::vector<float> wide = read(folder, 0);
+    std::vector<float> direct(48);
+    load_image(dir / "a/wide.png", 3, 4, 4, direct.data(), kDefaultMaxImagePixels, 0.5);
+    REQUIRE(direct == wide);
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 4; ++x) REQUIRE(at(wide, c, y, x) == Approx(pattern(y + 2, x + 4, c)));
+  }
+  SECTION("outside [0, 1] is refused, naming the folder") {
+    o.center_crop = 1.5;
+    REQUIRE_THROWS_WITH(ImageFolder(dir.str(), o), Catch::Contains(dir.str()) && Catch::Contains("centre crop 1.5"));
+  }
+}
+
+TEST_CASE("image folder: a centre crop of a large JPEG, decoded at a reduced scale, matches the full-size crop",
+          "[data][folder]") {
+  TempDir dir;
+  // A smooth photo-sized image whose left and right thirds differ from the middle.
+  auto photo = [](int y, int x, int c) {
+    const int band = x < 100 ? 200 : x >= 300 ? 20 : 110;
+    return std::clamp(band + (y / 6) - 25 + 30 * c - 30, 0, 255);
+  };
+  const std::vector<uint8_t> pixels = data_test::make_image(400, 300, 3, photo);
+  data_test::write_jpg(dir / "a/photo.jpg", 400, 300, 3, pixels, 98);
+  data_test::write_png(dir / "b/photo.png", 400, 300, 3, pixels);
+  ImageFolderOptions o = options(3, 32);
+  o.center_crop = 0.875;
+  ImageFolder folder(dir.str(), o);
+  const std::vector<float> jpeg = read(folder, 0), png = read(folder, 1);
+  // The JPEG is decoded at 1/8 scale (50x38 pixels) and its 33x33 window of
+  // whole pixels shrunk, the PNG's 263x263 window at full size: the windows
+  // differ by under one scaled pixel, which moves a sharp band edge by under
+  // half an output column; elsewhere the two agree within JPEG's loss.
+  double sum = 0.0;
+  for (size_t i = 0; i < jpeg.size(); ++i) sum += double(std::abs(jpeg[i] - png[i])) * 255.0;
+  REQUIRE(sum / double(jpeg.size()) < 3.0);
+  // The window is the middle: the bright left band (source columns 0-99)
+  // fills output columns 0-7 stretched, 0-3 of the window (which starts at
+  // source column 69, 8.2 source columns an output column).
+  const auto column_mean = [&](const std::vector<float>& x, int column) {
+    double sum = 0.0;
+    for (int y = 0; y < 32; ++y) sum += x[(1 * 32 + y) * 32 + column] * 255.0;
+    return sum / 32.0;
+  };
+  o.center_crop = 0.0;
+  const std::vector<float> stretched = read(ImageFolder(dir.str(), o), 1);
+  REQUIRE(column_mean(stretched, 5) > 170.0);
+  REQUIRE(column_mean(png, 5) < 150.0);
+  REQUIRE(column_mean(jpeg, 5) < 150.0);
+  REQUIRE(column_mean(png, 16) == Approx(column_mean(stretched, 16)).margin(3.0));
 }
 
 TEST_CASE("image folder: a corrupt image is an error naming it, or skipped and reported", "[data][folder]") {

@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
+#include "data/augment.h"
 #include "ops/batchnorm.h"
 #include "ops/conv.h"
 #include "ops/linear.h"
@@ -191,4 +193,24 @@ TEST_CASE("softmax cross-entropy equals PyTorch's: loss sum and the 1/B-scaled g
   REQUIRE(m.correct == static_cast<int64_t>(references().at("ce.correct").values[0]));
   require_close(Tensor::from_vector(Shape{1}, {static_cast<float>(m.loss_sum)}), "ce.loss_sum");
   require_close(grad, "ce.grad");
+}
+
+TEST_CASE("the random resized crop's box resize equals PyTorch's bilinear interpolation, mirrored or not",
+          "[.torch][ops]") {
+  const Tensor x = torch_tensor("resized_crop.x");
+  const Shape shape = x.shape();
+  const std::vector<float> in = x.to_vector();
+  for (int i = 0; i < meta_int("resized_crop.boxes"); ++i) {
+    std::istringstream box(references().metadata.at("resized_crop.box" + std::to_string(i)));
+    data::AugmentDraw draw;
+    box >> draw.top >> draw.left >> draw.height >> draw.width;
+    for (bool flip : {false, true}) {
+      INFO("box " << box.str() << (flip ? ", mirrored" : ""));
+      draw.flip = flip;
+      std::vector<float> out(in.size());
+      data::apply_augmentation(in.data(), out.data(), shape, 0, draw);
+      require_close(Tensor::from_vector(shape, out),
+                    "resized_crop.y" + std::to_string(i) + (flip ? "_flipped" : ""), 1e-6, 1e-6);
+    }
+  }
 }

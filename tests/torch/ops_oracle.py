@@ -98,6 +98,22 @@ def cross_entropy_case(out, gen):
     out["ce.correct"] = (logits.argmax(1) == labels).sum().float().reshape(1)
 
 
+def resized_crop_case(out, meta, gen):
+    # torchvision's resized_crop on a tensor: the box, then a bilinear resize
+    # with half-pixel centres (align_corners=False, no antialiasing: the box is
+    # never larger than the image, so the resize only enlarges).
+    c, h, w = 3, 9, 11
+    x = torch.rand(c, h, w, generator=gen)
+    out["resized_crop.x"] = x
+    for i, (top, left, bh, bw) in enumerate([(1, 2, 5, 7), (0, 0, h, w), (3, 4, 2, 3), (0, 5, 9, 6)]):
+        box = x[:, top:top + bh, left:left + bw].unsqueeze(0)
+        y = F.interpolate(box, size=(h, w), mode="bilinear", align_corners=False)[0]
+        out["resized_crop.y%d" % i] = y
+        out["resized_crop.y%d_flipped" % i] = torch.flip(y, [2])
+        meta["resized_crop.box%d" % i] = "%d %d %d %d" % (top, left, bh, bw)
+    meta["resized_crop.boxes"] = 4
+
+
 def write(path):
     gen = torch.Generator().manual_seed(20240611)
     out, meta = collections.OrderedDict(), {}
@@ -111,5 +127,6 @@ def write(path):
     pool_case(out, meta, "gap", gen, "global", 0, 0, 0)
     linear_case(out, gen)
     cross_entropy_case(out, gen)
+    resized_crop_case(out, meta, gen)
     meta["torch_version"] = torch.__version__
     write_safetensors(path, out, meta)

@@ -3,6 +3,7 @@
 //   g += wd * w;  v = mu * v + g;  w -= lr * (nesterov ? g + mu * v : v);  g = 0.
 // Written once for the CPU loop and the fused CUDA kernel.
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/host_device.h"
 
@@ -20,7 +21,17 @@ struct SgdHyper {
   // in device memory, read when the kernel runs instead of `lr`, so one
   // captured graph follows a schedule that changes every step.
   const float* lr_on_device = nullptr;
+  // Fine-tuning: elements [0, scaled_elements) of the arena (the pretrained
+  // backbone, laid out before the classifier) step with lr * lr_scale; 0
+  // frozen, 1 (or scaled_elements 0) as every other element.
+  int64_t scaled_elements = 0;
+  float lr_scale = 1.0f;
 };
+
+// The learning rate of the arena element at `element`, for `lr` (the step's rate).
+LS_HD float element_lr(const SgdHyper& h, float lr, int64_t element) {
+  return element < h.scaled_elements ? lr * h.lr_scale : lr;
+}
 
 // PyTorch's clip_grad_norm_: the gradients, taken as one vector of L2 norm
 // sqrt(sum_squares), are scaled by max_norm / (norm + 1e-6) when that is

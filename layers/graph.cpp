@@ -123,9 +123,21 @@ void Graph::finalize(Device device, uint64_t seed) {
 
 std::vector<BatchNormState*> Graph::batch_norms() {
   std::vector<BatchNormState*> out;
-  for (Node& node : nodes_)
-    if (BatchNormState* s = node.layer->batch_norm_state()) out.push_back(s);
+  for (size_t n = 0; n < nodes_.size(); ++n)
+    if (BatchNormState* s = nodes_[n].layer->batch_norm_state(); s && !frozen(n)) out.push_back(s);
   return out;
+}
+
+size_t Graph::head_index() const {
+  for (size_t n = nodes_.size(); n-- > 0;)
+    if (nodes_[n].param_end > nodes_[n].param_begin) return n;
+  return nodes_.size();
+}
+
+int64_t Graph::head_param_offset() const {
+  LS_CHECK(finalized_, "head_param_offset before finalize()");
+  const size_t head = head_index();
+  return head < nodes_.size() ? nodes_[head].first_param_offset : 0;
 }
 
 void Graph::set_memory_planning(bool on) {
@@ -296,10 +308,12 @@ Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const S
   if (ctx.options().precision == Precision::bf16) prepare_bf16_weights(ctx);
   const bool round = rounds_in_f32(ctx);
   const Tensor x = prepare_input(ctx, images);
-  for (Node& node : nodes_) {
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    Node& node = nodes_[n];
     std::vector<Tensor> inputs = gather_inputs(node, x, batch, mode);
     Tensor out = (mode == Mode::eval ? node.eval_output : node.output).batch_slice(0, batch);
-    node.layer->forward(ctx, inputs, out, mode, step);
+    // A frozen node of a training step: the training plan's buffers, inference's arithmetic.
+    node.layer->forward(ctx, inputs, out, frozen(n) ? Mode::eval : mode, step);
     if (round) ops::round_to_bf16(ctx, out);  // where a GPU stores the activation in bf16
   }
   return x;
@@ -336,16 +350,18 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
 
   // Reverse order: a node's gradient is complete once every consumer (all
   // later nodes) has run; the first consumer to run writes it, the rest add.
+  // A frozen backbone: backward ends at the head, which needs no input gradient.
   std::vector<bool> grad_written(nodes_.size(), false);
   grad_written.back() = true;
-  for (size_t n = nodes_.size(); n-- > 0;) {
+  const size_t first_trained = frozen_ ? std::min(head_index(), nodes_.size() - 1) : 0;
+  for (size_t n = nodes_.size(); n-- > first_trained;) {
     Node& node = nodes_[n];
     std::vector<Tensor> inputs = gather_inputs(node, x, batch, Mode::train);
     std::vector<Tensor> input_grads(node.inputs.size());
     std::vector<GradMode> modes(node.inputs.size(), GradMode::write);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       int src = node.inputs[i];
-      if (src < 0) continue;  // no gradient for the data
+      if (src < 0 || frozen(static_cast<size_t>(src))) continue;  // no gradient for the data or a frozen node
       input_grads[i] = nodes_[src].grad.batch_slice(0, batch);
       // The same source twice in one node: the layer writes the first, adds the second.
       bool seen_here = std::find(node.inputs.begin(), node.inputs.begin() + i, src) != node.inputs.begin() + i;

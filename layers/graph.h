@@ -81,6 +81,19 @@ public:
   const Shape& node_output_shape(size_t i) const { return nodes_[i].out_shape; }
   const std::vector<int>& node_inputs(size_t i) const { return nodes_[i].inputs; }
 
+  // Fine-tuning. The head is the last node with parameters (the classifier),
+  // the backbone every node before it. head_param_offset: where the head's
+  // parameters start in the arenas, the backbone's lying before them
+  // (SgdConfig::backbone_elements); 0 for a graph without parameters.
+  int64_t head_param_offset() const;
+  // A frozen backbone runs as in inference (batch norm on its running
+  // statistics, which stay as they are; no dropout), and backward stops at
+  // the head, so the backbone's gradients stay zero; batch_norms() lists only
+  // the layers from the head on. Weight decay still reaches the backbone
+  // unless its learning rate is scaled to 0 as well (SgdConfig).
+  void freeze_backbone(bool frozen) { frozen_ = frozen; }
+  bool backbone_frozen() const { return frozen_; }
+
   // Memory planning on (the default, unless LOCKSTEP_MEMORY_PLAN=off) or
   // off; a change takes effect at the next step, which lays the buffer out again.
   void set_memory_planning(bool on);
@@ -124,6 +137,10 @@ private:
   };
 
   const Node& checked_input_node(int index) const;
+  // The head's node index (node_count() when no node has parameters).
+  size_t head_index() const;
+  // Whether node n runs as in inference in a training step: a frozen backbone's.
+  bool frozen(size_t n) const { return frozen_ && n < head_index(); }
   // Lays the activation buffer out for `batch` samples in `format` unless it is already.
   void ensure_capacity(int64_t batch, MemoryFormat format, DType dtype);
   // Precision bf16 with f32 storage (the CPU): the graph rounds each stored value.
@@ -160,6 +177,7 @@ private:
   MemoryFormat format_ = MemoryFormat::nchw;  // the activations' layout now
   DType dtype_ = DType::f32;                  // and their stored type
   bool planning_ = true;
+  bool frozen_ = false;
   bool layout_stale_ = false;  // planning switched since the buffer was laid out
   Tensor activations_;
 };

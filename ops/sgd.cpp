@@ -1,5 +1,8 @@
 #include "ops/sgd.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "base/error.h"
 #include "ops/dispatch.h"
 #include "kernels/cpu/sgd_cpu.h"
@@ -19,6 +22,14 @@ void ops::sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& confi
            ", context on ", ctx.device().str());
   LS_CHECK(!lr_on_device || ctx.device().is_cuda(), "sgd_step: a learning rate in device memory on ",
            ctx.device().str());
+  const auto& segments = arenas.segments();
+  LS_CHECK(std::isfinite(config.backbone_lr_scale) && config.backbone_lr_scale >= 0.0f,
+           "sgd_step: the backbone's learning-rate scale ", config.backbone_lr_scale, " is not a number >= 0");
+  LS_CHECK(config.backbone_elements == 0 || config.backbone_elements == arenas.total() ||
+               std::any_of(segments.begin(), segments.end(),
+                           [&](const ArenaSegment& seg) { return seg.offset == config.backbone_elements; }),
+           "sgd_step: the backbone's ", config.backbone_elements, " elements do not end where a parameter of the ",
+           arenas.total(), "-element arena starts");
   const bool bf16_copy = arenas.params_bf16.defined();
   LS_CHECK(!bf16_copy || (arenas.params_bf16.numel() == arenas.total() && arenas.params_bf16.dtype() == DType::bf16 &&
                           arenas.params_bf16.device() == ctx.device()),
@@ -27,7 +38,8 @@ void ops::sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& confi
   uint16_t* weights_bf16 = bf16_copy ? arenas.params_bf16.bf16_data() : nullptr;
   SgdHyper hyper{lr, config.momentum, config.weight_decay, config.nesterov};
   hyper.lr_on_device = lr_on_device;
-  const auto& segments = arenas.segments();
+  hyper.scaled_elements = config.backbone_elements;
+  hyper.lr_scale = config.backbone_lr_scale;
   ops::dispatch(
       "sgd_step", ctx,
       [&] {

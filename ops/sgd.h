@@ -15,6 +15,12 @@ struct SgdConfig {
   // Gradient clipping by global L2 norm (PyTorch's clip_grad_norm_ over every
   // parameter, before weight decay); 0 turns it off.
   float clip_grad_norm = 0.0f;
+  // Fine-tuning: the first `backbone_elements` of the arenas (the layers
+  // before the classifier, Graph::head_param_offset) step with
+  // lr * backbone_lr_scale, 0 freezing them. backbone_elements must be 0, the
+  // whole arena or where a parameter starts.
+  int64_t backbone_elements = 0;
+  float backbone_lr_scale = 1.0f;
 };
 
 namespace ops {

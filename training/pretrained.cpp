@@ -98,12 +98,31 @@ PretrainedWeights read_pretrained(const std::string& path) {
   return weights;
 }
 
+namespace {
+
+// The class names an export wrote into the metadata (a JSON array), or none.
+std::vector<std::string> file_class_names(const SafetensorsFile& file) {
+  const auto it = file.metadata.find("class_names");
+  if (it == file.metadata.end()) return {};
+  const nlohmann::json names = nlohmann::json::parse(it->second, nullptr, false);
+  std::vector<std::string> out;
+  if (!names.is_array()) return {};
+  for (const auto& n : names) {
+    if (!n.is_string()) return {};
+    out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
 PretrainedLoad load_pretrained(Model& model, const std::string& path) {
   check_torchvision_model(model.spec(), "pretrained weights (" + path + ")");
   return load_pretrained(model, read_pretrained(path));
 }
 
-PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights) {
+PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights,
+                               const std::vector<std::string>& class_names) {
   const std::string& path = weights.path;
   const SafetensorsFile& file = weights.file;
   check_torchvision_model(model.spec(), "pretrained weights (" + path + ")");
@@ -125,8 +144,15 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights) {
   if (ours_head && head_weight != in_file.end() && head_bias != in_file.end()) {
     const Shape& w = head_weight->second->shape;
     result.file_classes = w.rank() == 2 ? w[0] : 0;
-    result.head_reinitialised = w.rank() == 2 && w[1] == (*ours_head)[1] && w[0] != (*ours_head)[0] &&
-                                head_bias->second->shape == Shape{w[0]};
+    const bool fits_features = w.rank() == 2 && w[1] == (*ours_head)[1] && head_bias->second->shape == Shape{w[0]};
+    result.head_reinitialised = fits_features && w[0] != (*ours_head)[0];
+    // As many classes, but others (an export names them): a head for the
+    // file's classes would start this run from their answers.
+    if (fits_features && !result.head_reinitialised && !class_names.empty()) {
+      result.file_class_names = file_class_names(file);
+      result.head_reinitialised = result.other_classes =
+          !result.file_class_names.empty() && result.file_class_names != class_names;
+    }
   }
 
   std::string problems;

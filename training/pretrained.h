@@ -32,6 +32,10 @@ struct PretrainedLoad {
   bool head_reinitialised = false;  // the file's classifier has another class count
   std::string head;                // the classifier's name in the file ("fc", "classifier.6", "head.fc")
   int64_t file_classes = 0;        // the file classifier's class count
+  // The classifier was re-initialised because the file names other classes
+  // (as many), which are then in file_class_names.
+  bool other_classes = false;
+  std::vector<std::string> file_class_names;
 };
 
 // Throws an Error, starting with `what`, unless `spec` (Model::spec()) is of a tv-* model.
@@ -50,8 +54,11 @@ PretrainedWeights read_pretrained(const std::string& path);
 // shape, and nothing else but num_batches_tracked; otherwise an Error names
 // the file and each tensor that is missing, unexpected or of another shape
 // (both shapes), and the model is left as it was. The classifier alone may
-// have another class count: it then keeps the model's own initialisation.
-PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights);
+// have another class count: it then keeps the model's own initialisation. So
+// it does when `class_names` (the data's) are given and the file's metadata
+// names other classes (an export of a run on other data).
+PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights,
+                               const std::vector<std::string>& class_names = {});
 PretrainedLoad load_pretrained(Model& model, const std::string& path);
 
 // Writes a tv-* checkpoint's weights and running statistics (no momentum) as

@@ -35,6 +35,7 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   parse_input_shape(extra.count("input") ? extra.at("input") : "3x32x32", options.channels, options.height,
                     options.width);
   options.skip_bad_images = s.skip_bad_images;
+  set_image_fit(options, meta("augment"));
   // The training run's split, so that a folder split for training is
   // evaluated on its held-out part, not on images the model trained on.
   options.split_seed = ck.info.seed;

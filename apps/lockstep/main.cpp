@@ -111,6 +111,15 @@ int main(int argc, char** argv) {
                              "(PyTorch's CrossEntropyLoss(label_smoothing=E)); test losses stay plain cross-entropy")
            ->check(CLI::Range(0.0f, 0.999999f)),
        "--label-smoothing");
+  flag(train_cmd->add_flag("--freeze-backbone", train.freeze_backbone,
+                           "train the classifier alone (the last layer with weights); the layers before it run as "
+                           "in inference, their batch norm keeping its statistics"),
+       "--freeze-backbone");
+  flag(train_cmd->add_option("--backbone-lr-scale", train.backbone_lr_scale,
+                             "the layers before the classifier learn at this times --lr (pretrained layers "
+                             "change slowly, the new classifier fast); 0 freezes their weights")
+           ->check(CLI::NonNegativeNumber),
+       "--backbone-lr-scale");
   flag(train_cmd->add_option("--schedule", train.schedule, "constant, step or cosine")
            ->check(CLI::IsMember({"constant", "step", "cosine"})),
        "--schedule");
@@ -126,7 +135,12 @@ int main(int argc, char** argv) {
        "--checkpoint");
   flag(train_cmd->add_option("--resume", train.resume, "continue from this checkpoint"), "--resume");
   flag(train_cmd->add_option("--metrics", train.metrics, "write JSON lines of steps and epochs here"), "--metrics");
-  flag(train_cmd->add_option("--augment", train.augment, "none or crop-flip")->check(CLI::IsMember({"none", "crop-flip"})),
+  flag(train_cmd->add_option("--augment", train.augment,
+                             "none, crop-flip (a shifted crop of the image padded with zeros, and a mirror) or "
+                             "random-resized-crop (8-100% of the area at aspect 3/4-4/3 resized back, and a mirror, as "
+                             "torchvision's ImageNet training; image folders then keep their aspect ratio, and "
+                             "eval and predict take the centred 87.5%)")
+           ->check(CLI::IsMember({"none", "crop-flip", "random-resized-crop"})),
        "--augment");
   flag(train_cmd->add_option("--normalize", train.normalize,
                              "dataset (the training set's mean and std per channel), imagenet (ImageNet's RGB mean "

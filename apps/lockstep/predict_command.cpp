@@ -95,6 +95,8 @@ int run_predict(const PredictSettings& s) {
   data::Normalization norm;
   if (ck.info.extra.count("normalization")) norm = normalization_from_json(ck.info.extra.at("normalization"));
   const std::vector<std::string> images = expand_images(s.images);
+  data::DataOptions fit;  // the checkpoint's way of fitting an image to the input, as its test images
+  set_image_fit(fit, ck.info.extra.count("augment") ? ck.info.extra.at("augment") : "");
 
   Shape shape = model->input_shape();
   const int64_t classes = model->num_classes();
@@ -111,7 +113,7 @@ int run_predict(const PredictSettings& s) {
   for (const std::string& path : images) {
     std::vector<float> pixels(shape.numel());
     try {
-      data::load_image(path, shape[0], shape[1], shape[2], pixels.data(), s.max_image_pixels);
+      data::load_image(path, shape[0], shape[1], shape[2], pixels.data(), s.max_image_pixels, fit.test_center_crop);
     } catch (const Error& e) {
       if (s.json)
         print_json_line(with_text(with_text({}, "image", path), "error", e.what()));

@@ -67,6 +67,8 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"weight_decay", exact(s.weight_decay)},
           {"clip_grad_norm", exact(s.clip_grad_norm)},
           {"label_smoothing", exact(s.label_smoothing)},
+          {"freeze_backbone", s.freeze_backbone ? "1" : "0"},
+          {"backbone_lr_scale", exact(s.backbone_lr_scale)},
           {"schedule", s.schedule},
           {"warmup_epochs", exact(s.warmup_epochs)},
           {"augment", s.augment},
@@ -127,6 +129,8 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("weight_decay", "--weight-decay", [&](const std::string& v) { s.weight_decay = std::stof(v); });
   take("clip_grad_norm", "--clip-grad-norm", [&](const std::string& v) { s.clip_grad_norm = std::stof(v); });
   take("label_smoothing", "--label-smoothing", [&](const std::string& v) { s.label_smoothing = std::stof(v); });
+  take("freeze_backbone", "--freeze-backbone", [&](const std::string& v) { s.freeze_backbone = v == "1"; });
+  take("backbone_lr_scale", "--backbone-lr-scale", [&](const std::string& v) { s.backbone_lr_scale = std::stof(v); });
   take("schedule", "--schedule", [&](const std::string& v) { s.schedule = v; });
   take("warmup_epochs", "--warmup-epochs", [&](const std::string& v) { s.warmup_epochs = std::stod(v); });
   take("augment", "--augment", [&](const std::string& v) { s.augment = v; });

@@ -27,6 +27,12 @@ struct TrainSettings {
   float weight_decay = 5e-4f;
   float clip_grad_norm = 0.0f;  // 0: no gradient clipping
   float label_smoothing = 0.0f; // e in [0, 1): train towards (1 - e) onehot + e / classes
+  // Fine-tuning (the backbone: every layer before the classifier). Frozen:
+  // only the classifier trains, the backbone runs as in inference (its batch
+  // norm keeps its statistics). Otherwise the backbone's learning rate is
+  // lr * backbone_lr_scale. Both saved.
+  bool freeze_backbone = false;
+  float backbone_lr_scale = 1.0f;
   std::string schedule = "cosine";
   double warmup_epochs = 0.0;
   std::string devices = "all";
@@ -36,7 +42,7 @@ struct TrainSettings {
   std::string resume;
   std::string init;             // pretrained weights (safetensors state dict) a tv-* model starts from; not saved
   std::string metrics;
-  std::string augment;          // "none" or "crop-flip"
+  std::string augment;          // "none", "crop-flip" or "random-resized-crop"
   // dataset (the training set's mean and std per channel), imagenet
   // (ImageNet's, which pretrained weights expect) or none. Empty until
   // resolved once the data is open: imagenet with --init on RGB data,

@@ -47,6 +47,12 @@ std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::D
   return std::make_shared<data::Subset>(dataset, indices, "every " + std::to_string(dataset->size() / limit) + "th sample");
 }
 
+void set_image_fit(data::DataOptions& options, const std::string& augment) {
+  const bool keep_aspect = augment == "random-resized-crop";
+  options.train_center_crop = keep_aspect ? 1.0 : 0.0;
+  options.test_center_crop = keep_aspect ? 0.875 : 0.0;
+}
+
 std::string normalization_to_json(const data::Normalization& n) {
   return nlohmann::json{{"mean", n.mean}, {"std", n.std}}.dump();
 }

@@ -21,6 +21,13 @@ void parse_input_shape(const std::string& text, int64_t& channels, int64_t& heig
 // `limit` samples taken evenly over `data`, keeping its class balance (a quick run or a test).
 std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> data, int64_t limit);
 
+// How image folders fit the input size in a run trained with `augment` (the
+// checkpoint's "augment"): after random-resized-crop their aspect ratio is
+// kept, training from the whole centred window and testing on its middle
+// 87.5% (torchvision's ImageNet recipe, Resize(256) then CenterCrop(224));
+// otherwise each image is stretched. test_center_crop is predict's too.
+void set_image_fit(data::DataOptions& options, const std::string& augment);
+
 std::string normalization_to_json(const data::Normalization& n);
 data::Normalization normalization_from_json(const std::string& text);
 

@@ -99,9 +99,14 @@ void validate(const TrainSettings& s) {
            "--clip-grad-norm must be a non-negative number (0: off), got ", s.clip_grad_norm);
   LS_CHECK(s.warmup_epochs >= 0.0, "--warmup-epochs must not be negative, got ", s.warmup_epochs);
   LS_CHECK(s.threads >= 1, "--threads must be at least 1, got ", s.threads);
-  LS_CHECK(s.augment == "none" || s.augment == "crop-flip", "--augment ", s.augment, ": expected none or crop-flip");
+  LS_CHECK(s.augment == "none" || s.augment == "crop-flip" || s.augment == "random-resized-crop", "--augment ",
+           s.augment, ": expected none, crop-flip or random-resized-crop");
   LS_CHECK(s.label_smoothing >= 0.0f && s.label_smoothing < 1.0f, "--label-smoothing ", s.label_smoothing,
            ": expected a number in [0, 1)");
+  LS_CHECK(std::isfinite(s.backbone_lr_scale) && s.backbone_lr_scale >= 0.0f,
+           "--backbone-lr-scale must be a number >= 0, got ", s.backbone_lr_scale);
+  LS_CHECK(!s.freeze_backbone || s.backbone_lr_scale == 1.0f, "--freeze-backbone trains the classifier alone, "
+           "--backbone-lr-scale ", s.backbone_lr_scale, " trains the layers before it too: give one of the two");
   LS_CHECK(s.normalize.empty() || s.normalize == "dataset" || s.normalize == "imagenet" || s.normalize == "none",
            "--normalize ", s.normalize, ": expected dataset, imagenet or none");
   LS_CHECK(s.max_image_pixels >= 1, "--max-image-pixels must be at least 1, got ", s.max_image_pixels);
@@ -275,6 +280,7 @@ TrainData open_data(const TrainSettings& s, const std::vector<std::string>& give
   data_options.skip_bad_images = s.skip_bad_images;
   data_options.max_image_pixels = s.max_image_pixels;
   data_options.split_seed = s.seed;
+  set_image_fit(data_options, s.augment);
   LS_CHECK(s.test_data.empty() || !was_given(given, "--test-fraction"),
            "--test-fraction splits a single class folder; it does not go with --test-data ", s.test_data);
   // With a separate test set a single class folder is not split: all of it trains.
@@ -322,7 +328,10 @@ Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, 
   loader_config.threads = s.threads;
   loader_config.drop_last = s.drop_last;
   loader_config.skip_bad_images = s.skip_bad_images;
-  if (s.augment == "crop-flip") {
+  if (s.augment == "random-resized-crop") {
+    loader_config.augment.random_resized_crop = true;
+    loader_config.augment.horizontal_flip = true;
+  } else if (s.augment == "crop-flip") {
     loader_config.augment.crop_padding = d.train->sample_shape()[1] >= 32 ? 4 : 2;
     loader_config.augment.horizontal_flip = true;
   }
@@ -389,6 +398,7 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
   config.schedule.warmup_epochs = s.warmup_epochs;
   config.schedule.step_epochs = std::max<double>(1.0, s.epochs / 3.0);
   config.sgd = {s.momentum, s.weight_decay, s.nesterov, s.clip_grad_norm};
+  config.sgd.backbone_lr_scale = s.freeze_backbone ? 0.0f : s.backbone_lr_scale;
   config.seed = s.seed;
   config.checkpoint_path = s.checkpoint;
   config.class_names = train_set.class_names();
@@ -558,10 +568,16 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   }
   std::mutex init_mutex;
   PretrainedLoad init_result;
+  int64_t head_offset = 0;  // where the classifier's parameters start: the same in every replica
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> {
     auto model = build_model_from_spec(spec, d, seed);
+    model->freeze_backbone(s.freeze_backbone);
+    {
+      std::lock_guard<std::mutex> lock(init_mutex);
+      head_offset = model->head_param_offset();
+    }
     if (pretrained) {
-      PretrainedLoad loaded = load_pretrained(*model, *pretrained);
+      PretrainedLoad loaded = load_pretrained(*model, *pretrained, train_data.train->class_names());
       std::lock_guard<std::mutex> lock(init_mutex);
       init_result = loaded;
     }
@@ -573,8 +589,9 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
                  replicas.size() > 1 && devices[0] == devices[1]
                      ? "since replicas sharing a GPU wait for it on the host in each gradient sum"
                      : "since a run across processes keeps its collectives eager for their watchdog");
-  Trainer trainer(replicas, *loaders.train, loaders.test.get(),
-                  trainer_config(s, train_data, loaders.train->normalization()));
+  TrainerConfig config = trainer_config(s, train_data, loaders.train->normalization());
+  if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = head_offset;
+  Trainer trainer(replicas, *loaders.train, loaders.test.get(), config);
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
 
   if (!first) return finish_quietly(trainer);
@@ -582,14 +599,25 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
   if (imagenet_by_default)
     std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
+  if (s.freeze_backbone)
+    std::printf("backbone frozen: the classifier alone trains, the layers before it run as in inference\n");
+  else if (s.backbone_lr_scale != 1.0f)
+    std::printf("the layers before the classifier learn at %g x the learning rate\n", s.backbone_lr_scale);
   if (pretrained) {
     std::printf("initialised from %s: %lld tensors (%s names)\n", s.init.c_str(),
                 static_cast<long long>(init_result.tensors),
                 init_result.names == StateDictNames::timm ? "timm" : "torchvision");
-    if (init_result.head_reinitialised)
+    if (init_result.other_classes) {
+      std::string names;
+      for (const std::string& n : init_result.file_class_names) names += (names.empty() ? "" : ", ") + n;
+      std::printf("the classifier %s was re-initialised: the file's %lld classes are others (%s)\n",
+                  init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
+                  printable(names, 200, "").c_str());
+    } else if (init_result.head_reinitialised) {
       std::printf("the classifier %s was re-initialised: %lld classes in the file, %lld here\n",
                   init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
                   static_cast<long long>(train_data.train->num_classes()));
+    }
     std::fflush(stdout);
   }
   return run_and_report(s, spec, train_data, loaders, trainer);

@@ -51,6 +51,8 @@ std::vector<NamedSetting> run_settings(const TrainSettings& s, const std::string
       {"weight_decay", "--weight-decay"},
       {"clip_grad_norm", "--clip-grad-norm"},
       {"label_smoothing", "--label-smoothing"},
+      {"freeze_backbone", "--freeze-backbone"},
+      {"backbone_lr_scale", "--backbone-lr-scale"},
       {"schedule", "--schedule"},
       {"warmup_epochs", "--warmup-epochs"},
       {"augment", "--augment"},

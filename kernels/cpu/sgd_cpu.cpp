@@ -16,6 +16,8 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
   for (int s = 0; s < segment_count; ++s) {
     const ArenaSegment& seg = segments[s];
     float decay = seg.decay ? hyper.weight_decay : 0.0f;
+    // The backbone ends at a segment's start (ops::sgd_step checks), so one rate serves the segment.
+    const float lr = element_lr(hyper, hyper.lr, seg.offset);
     float* w = weights + seg.offset;
     float* g = grads + seg.offset;
     float* v = velocity + seg.offset;
@@ -23,7 +25,7 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
     // Scaling by 1 (no clipping) is exact, so one loop serves both.
     parallel_elements(seg.count, [&](int64_t i) {
       g[i] *= scale;
-      sgd_momentum_element(w[i], g[i], v[i], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+      sgd_momentum_element(w[i], g[i], v[i], lr, hyper.momentum, decay, hyper.nesterov);
       if (wb) wb[i] = float_to_bf16(w[i]);
     });
   }

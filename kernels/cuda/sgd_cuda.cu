@@ -54,11 +54,11 @@ __device__ __forceinline__ int toggles_not_after(const DecayToggles<Capacity>& t
   return lo;
 }
 
-__device__ __forceinline__ void update4(float4& w, float4& g, float4& v, float decay, const SgdHyper& h) {
-  sgd_momentum_element(w.x, g.x, v.x, h.lr, h.momentum, decay, h.nesterov);
-  sgd_momentum_element(w.y, g.y, v.y, h.lr, h.momentum, decay, h.nesterov);
-  sgd_momentum_element(w.z, g.z, v.z, h.lr, h.momentum, decay, h.nesterov);
-  sgd_momentum_element(w.w, g.w, v.w, h.lr, h.momentum, decay, h.nesterov);
+__device__ __forceinline__ void update4(float4& w, float4& g, float4& v, float lr, float decay, const SgdHyper& h) {
+  sgd_momentum_element(w.x, g.x, v.x, lr, h.momentum, decay, h.nesterov);
+  sgd_momentum_element(w.y, g.y, v.y, lr, h.momentum, decay, h.nesterov);
+  sgd_momentum_element(w.z, g.z, v.z, lr, h.momentum, decay, h.nesterov);
+  sgd_momentum_element(w.w, g.w, v.w, lr, h.momentum, decay, h.nesterov);
 }
 
 __device__ __forceinline__ ushort4 to_bf16(const float4& w) {
@@ -104,7 +104,9 @@ __global__ void __launch_bounds__(kThreads)
     if (i < toggles.vec_count) {
       while (next < toggles.count && static_cast<int64_t>(toggles.at[next]) <= i) ++next;
       float decay = ((next + toggles.initial) & 1) ? hyper.weight_decay : 0.0f;
-      update4(wr[k], gr[k], vr[k], decay, hyper);
+      // The backbone ends at a multiple of 4 elements (the launcher checks): one rate per float4.
+      const float lr = element_lr(hyper, hyper.lr, (toggles.first_vec + i) * 4);
+      update4(wr[k], gr[k], vr[k], lr, decay, hyper);
       if (Bf16) reinterpret_cast<ushort4*>(wb)[toggles.first_vec + i] = to_bf16(wr[k]);
       w4[i] = wr[k];
       v4[i] = vr[k];
@@ -118,7 +120,8 @@ __global__ void __launch_bounds__(kThreads)
     int64_t base = (toggles.first_vec + vec) * 4;
     for (int e = 0; e < toggles.tail; ++e) {
       if (hyper.grad_scale) g[base + e] *= *hyper.grad_scale;
-      sgd_momentum_element(w[base + e], g[base + e], v[base + e], hyper.lr, hyper.momentum, decay, hyper.nesterov);
+      sgd_momentum_element(w[base + e], g[base + e], v[base + e], element_lr(hyper, hyper.lr, base + e),
+                           hyper.momentum, decay, hyper.nesterov);
       if (Bf16) wb[base + e] = float_to_bf16(w[base + e]);
     }
   }
@@ -176,6 +179,8 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
     LS_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0, "sgd_momentum: arena pointer ", p, " is not 16-byte aligned");
   const int64_t vecs = total / 4;
   LS_CHECK(vecs < (int64_t(1) << 32), "sgd_momentum: arena of ", total, " elements is too large for one update");
+  LS_CHECK(hyper.scaled_elements % 4 == 0 || hyper.scaled_elements >= total, "sgd_momentum: the backbone's ",
+           hyper.scaled_elements, " elements do not end at a multiple of 4 in an arena of ", total);
 
   // Float4 indices where decay switches, from the segment list.
   std::vector<uint32_t> toggles;

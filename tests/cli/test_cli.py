@@ -76,6 +76,27 @@ def write_jpeg_classes(root, classes, per_class, size, seed=0, ext=".jpg"):
             img.save(os.path.join(root, name, "%03d%s" % (i, ext)), quality=90)
 
 
+def write_fashion_classes(root, split, classes, per_class):
+    """The first `per_class` images of each of `classes` (Fashion-MNIST labels)
+    from Debian's Fashion-MNIST `split` ("train" or "t10k"), as grey PNGs in
+    one sub-folder per class."""
+    import gzip
+    from PIL import Image
+    data = os.environ.get("LOCKSTEP_FASHION_MNIST") or "/usr/share/datasets/fashion-mnist"
+    with gzip.open(os.path.join(data, split + "-images-idx3-ubyte.gz")) as f:
+        pixels = f.read()[16:]
+    with gzip.open(os.path.join(data, split + "-labels-idx1-ubyte.gz")) as f:
+        labels = f.read()[8:]
+    names = ["T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
+    left = {c: per_class for c in classes}
+    for i, label in enumerate(labels):
+        if left.get(label, 0) > 0:
+            folder = os.path.join(root, names[label])
+            os.makedirs(folder, exist_ok=True)
+            Image.frombytes("L", (28, 28), pixels[i * 784:(i + 1) * 784]).save(os.path.join(folder, "%05d.png" % i))
+            left[label] -= 1
+
+
 def png_size(path):
     """(width, height) of a PNG file, from its IHDR chunk; fails on anything else."""
     with open(path, "rb") as f:
@@ -546,6 +567,51 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("without a training folder (found val/)", r.stderr)
 
+    def test_random_resized_crop_trains_and_eval_and_predict_read_the_centre_of_each_image(self):
+        # --augment random-resized-crop: saved with the checkpoint, so eval
+        # repeats the trainer's test figures and predict fits an image as the
+        # test images were: aspect kept, the centred 87.5% of the shorter side.
+        self.need_pil()
+        from PIL import Image
+        photos = self.path("photos")
+        write_jpeg_classes(photos, ["red", "green", "blue"], 6, 24)
+        ck = self.path("ck.safetensors")
+        r = run(["train", "--devices", "cpu", "--data", photos, "--model", "mlp", "--input", "3x16x16",
+                 "--augment", "random-resized-crop", "--test-fraction", "0.34", "--epochs", "3", "--batch", "4",
+                 "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        meta, _, _ = read_safetensors(ck)
+        self.assertEqual(meta.get("extra.augment"), "random-resized-crop")
+        trained = re.search(r"^all +([0-9.]+%) +\(loss ([0-9.]+)", r.stdout, re.M).groups()
+        e = run(["eval", "--checkpoint", ck], self.tmp)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        self.assertEqual(re.search(r"^all +([0-9.]+%) +\(loss ([0-9.]+)", e.stdout, re.M).groups(), trained)
+
+        # A 64x40 image: its centred window is the 35x35 pixels from row 3,
+        # column 15. Outside it, another picture changes no probability; a
+        # pixel inside changes them.
+        def picture(outside, inside_pixel=None):
+            img = Image.new("RGB", (64, 40))
+            px = img.load()
+            for y in range(40):
+                for x in range(64):
+                    centre = 3 <= y < 38 and 15 <= x < 50
+                    px[x, y] = (200, 30 + x, 40 + y) if centre else outside(x, y)
+            if inside_pixel:
+                px[20, 20] = inside_pixel
+            return img
+
+        paths = []
+        for name, outside, inside in [("a", lambda x, y: (0, 0, 0), None), ("b", lambda x, y: (x * 4, 255, y * 6), None),
+                                      ("c", lambda x, y: (0, 0, 0), (0, 255, 0))]:
+            paths.append(self.path(name + ".png"))
+            picture(outside, inside).save(paths[-1])
+        p = run(["predict", "--checkpoint", ck, "--json"] + paths, self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        a, b, c = [json.loads(line)["top"] for line in p.stdout.splitlines()]
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, c)
+
     def test_predict_takes_folders_and_writes_json_lines(self):
         self.need_pil()
         photos = self.path("photos")
@@ -571,6 +637,67 @@ class Cli(unittest.TestCase):
             self.assertIn(line["top"][0]["class"], ["red", "green", "blue"])
         self.assertEqual(lines[9]["image"], self.path("missing.jpg"))
         self.assertIn("missing.jpg", lines[9]["error"])
+
+    def test_fine_tuning_an_export_on_five_other_classes_beats_as_many_steps_from_scratch(self):
+        # tv-resnet18 trained on five Fashion-MNIST classes, exported, then
+        # trained for 20 steps on the other five (40 images each): from the
+        # export, with the backbone frozen or not, it beats 20 steps from
+        # scratch (measured: 45% from scratch, 59% fine-tuned, 67% frozen).
+        self.need_pil()
+        five, other = self.path("five"), self.path("other")
+        write_fashion_classes(five, "train", [0, 1, 5, 7, 8], 500)
+        write_fashion_classes(os.path.join(other, "train"), "train", [2, 3, 4, 6, 9], 40)
+        write_fashion_classes(os.path.join(other, "test"), "t10k", [2, 3, 4, 6, 9], 100)
+        base = ["train", "--devices", "cpu", "--model", "tv-resnet18", "--input", "1x28x28", "--augment", "none",
+                "--seed", "3"]
+        pretrained = self.path("five.safetensors")
+        r = run(base + ["--data", five, "--epochs", "3", "--batch", "32", "--lr", "0.05", "--checkpoint", pretrained],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        weights = self.path("five-tv.safetensors")
+        self.assertEqual(run(["export", pretrained, weights], self.tmp).returncode, 0)
+
+        def fine_tune(name, *args):
+            ck = self.path(name + ".safetensors")
+            r = run(base + ["--data", other, "--epochs", "2", "--batch", "20", "--checkpoint", ck] + list(args),
+                    self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            accuracy = float(re.search(r"^all +([0-9.]+)%", r.stdout, re.M).group(1))
+            return r, ck, accuracy
+
+        _, _, scratch = fine_tune("scratch", "--lr", "0.02")
+        r, _, tuned = fine_tune("tuned", "--lr", "0.02", "--init", weights)
+        # As many classes as the export, but others: the classifier starts afresh.
+        self.assertIn("the classifier fc was re-initialised: the file's 5 classes are others (Bag, Sandal, "
+                      "Sneaker, T-shirt, Trouser)", r.stdout)
+        r, frozen_ck, frozen = fine_tune("frozen", "--lr", "0.1", "--init", weights, "--freeze-backbone")
+        self.assertIn("backbone frozen: the classifier alone trains", r.stdout)
+        self.assertGreater(tuned, scratch + 5.0)
+        self.assertGreater(frozen, scratch + 5.0)
+
+        # Frozen: every tensor but the classifier is the export's, running statistics included.
+        frozen_export = self.path("frozen-tv.safetensors")
+        self.assertEqual(run(["export", frozen_ck, frozen_export], self.tmp).returncode, 0)
+        _, before, _ = read_safetensors(weights)
+        _, after, _ = read_safetensors(frozen_export)
+        self.assertEqual(sorted(before), sorted(after))
+        for name in before:
+            if name.startswith("fc."):
+                self.assertNotEqual(after[name][1], before[name][1], name)
+            else:
+                self.assertEqual(after[name][1], before[name][1], name)
+        # Saved with the checkpoint: eval gives the figures training printed; a
+        # run cannot be both frozen and scaled.
+        meta, _, _ = read_safetensors(frozen_ck)
+        self.assertEqual(meta.get("extra.freeze_backbone"), "1")
+        e = run(["eval", "--checkpoint", frozen_ck], self.tmp)
+        self.assertEqual(e.returncode, 0, e.stderr)
+        self.assertIn("%.2f%%" % frozen, e.stdout)
+        r = run(base + ["--data", other, "--init", weights, "--freeze-backbone", "--backbone-lr-scale", "0.1",
+                        "--checkpoint", self.path("never.safetensors")], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--freeze-backbone trains the classifier alone, --backbone-lr-scale 0.1 trains the layers "
+                      "before it too: give one of the two", r.stderr)
 
     def test_init_from_an_export_fine_tunes_with_a_new_head_and_refusals_name_the_problem(self):
         self.need_pil()

@@ -93,3 +93,63 @@ TEST_CASE("sgd refuses a negative learning rate", "[sgd]") {
   ParameterArenas a = two_tensor_arenas();
   REQUIRE_THROWS_WITH(ops::sgd_step(ctx, a, SgdConfig{}, -1.0f), Catch::Contains("negative lr"));
 }
+
+TEST_CASE("sgd steps the backbone at lr times its scale and the classifier at lr", "[sgd]") {
+  Context ctx(Device::cpu());
+  // Backbone: a decayed weight and a bias; the classifier: a decayed weight.
+  const std::vector<ParamSpec> specs = {{"conv.w", Shape{6}, Init::zeros, true},
+                                        {"bn.b", Shape{3}, Init::zeros, false},
+                                        {"fc.w", Shape{5}, Init::zeros, true}};
+  const auto fill = [&](ParameterArenas& a) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      std::vector<float> w, g;
+      for (int64_t k = 0; k < specs[i].shape.numel(); ++k) {
+        w.push_back(0.3f * float(k + 1) - float(i));
+        g.push_back(0.7f - 0.2f * float(k) + float(i));
+      }
+      set(a.param(i), w);
+      set(a.grad(i), g);
+    }
+  };
+  const int64_t head = ParameterArenas(specs, Device::cpu(), true).entries()[2].offset;
+  const float lr = 0.1f;
+  for (float scale : {0.25f, 0.0f}) {
+    INFO("scale " << scale);
+    ParameterArenas scaled(specs, Device::cpu(), true), slow(specs, Device::cpu(), true),
+        fast(specs, Device::cpu(), true);
+    SgdConfig config{0.9f, 0.1f, false};
+    std::vector<float> before;
+    for (int step = 0; step < 2; ++step) {
+      for (ParameterArenas* a : {&scaled, &slow, &fast}) fill(*a);
+      if (step == 0) before = scaled.params.to_vector();
+      SgdConfig with_backbone = config;
+      with_backbone.backbone_elements = head;
+      with_backbone.backbone_lr_scale = scale;
+      ops::sgd_step(ctx, scaled, with_backbone, lr);
+      ops::sgd_step(ctx, slow, config, lr * scale);
+      ops::sgd_step(ctx, fast, config, lr);
+    }
+    const std::vector<float> got = scaled.params.to_vector(), want_slow = slow.params.to_vector(),
+                             want_fast = fast.params.to_vector();
+    for (int64_t i = 0; i < scaled.total(); ++i) {
+      INFO("element " << i);
+      REQUIRE(got[i] == (i < head ? want_slow[i] : want_fast[i]));
+      if (scale == 0.0f && i < head) REQUIRE(got[i] == before[i]);  // frozen: weight decay moves nothing
+    }
+    REQUIRE(got[head] != before[head]);
+  }
+}
+
+TEST_CASE("sgd refuses a backbone that ends inside a parameter or a scale below 0", "[sgd]") {
+  Context ctx(Device::cpu());
+  ParameterArenas a = two_tensor_arenas();
+  SgdConfig config;
+  config.backbone_elements = 1;  // inside "w"
+  config.backbone_lr_scale = 0.5f;
+  REQUIRE_THROWS_WITH(ops::sgd_step(ctx, a, config, 0.1f), Catch::Contains("backbone's 1 elements do not end where"));
+  config.backbone_elements = a.entries()[1].offset;
+  config.backbone_lr_scale = -1.0f;
+  REQUIRE_THROWS_WITH(ops::sgd_step(ctx, a, config, 0.1f), Catch::Contains("learning-rate scale -1"));
+  config.backbone_lr_scale = 0.5f;
+  REQUIRE_NOTHROW(ops::sgd_step(ctx, a, config, 0.1f));
+}

@@ -65,6 +65,31 @@ TEST_CASE("gpu sgd step equals the cpu reference over odd-shaped segments", "[gp
   }
 }
 
+TEST_CASE("gpu sgd with a scaled or frozen backbone equals the cpu reference", "[gpu][sgd]") {
+  std::vector<ParamSpec> specs = {{"conv.w", Shape{5, 3, 3, 3}, Init::zeros, true},
+                                  {"bn.gamma", Shape{7}, Init::zeros, false},
+                                  {"fc.w", Shape{3, 37}, Init::zeros, true},
+                                  {"fc.b", Shape{3}, Init::zeros, false}};
+  for (float scale : {0.1f, 0.0f}) {
+    INFO("scale " << scale);
+    Context gpu_ctx(Device::cuda(0)), cpu_ctx(Device::cpu());
+    ParameterArenas gpu(specs, Device::cuda(0), true), cpu(specs, Device::cpu(), true);
+    SgdConfig config{0.9f, 5e-4f, false};
+    config.backbone_elements = cpu.entries()[2].offset;  // the classifier's start
+    config.backbone_lr_scale = scale;
+    for (int step = 0; step < 2; ++step) step_both(gpu_ctx, cpu_ctx, gpu, cpu, config, 300 + step);
+    // And the scale reaches the weights: a frozen backbone keeps the values it was given.
+    fill_same(gpu, cpu, 400);
+    const std::vector<float> before = gpu.params.to_vector();
+    ops::sgd_step(gpu_ctx, gpu, config, 0.05f);
+    gpu_ctx.synchronize();
+    const std::vector<float> after = gpu.params.to_vector();
+    if (scale == 0.0f)
+      for (int64_t i = 0; i < config.backbone_elements; ++i) REQUIRE(after[i] == before[i]);
+    REQUIRE(after[config.backbone_elements] != before[config.backbone_elements]);
+  }
+}
+
 TEST_CASE("gpu sgd with gradient clipping equals the cpu reference, clipped or not", "[gpu][sgd]") {
   std::vector<ParamSpec> specs = {{"conv.w", Shape{5, 3, 3, 3}, Init::zeros, true},
                                   {"conv.b", Shape{5}, Init::zeros, false},

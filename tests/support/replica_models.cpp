@@ -76,6 +76,20 @@ std::vector<Device> cuda_devices(int devices) {
   return on;
 }
 
+ModelFactory small_cnn_for_fine_tuning(const Shape& sample, uint64_t init_seed, bool frozen) {
+  return [=](Device device) -> std::unique_ptr<Model> {
+    std::unique_ptr<Graph> g =
+        build_model_from_spec(model_spec("small-cnn", sample, 10, {.dropout = false}), device, init_seed);
+    for (BatchNormState* bn : g->batch_norms()) {
+      const int64_t c = bn->running_mean.numel();
+      bn->running_mean.copy_from(random_tensor(Shape{c}, init_seed + 1, -0.5f, 0.5f));
+      bn->running_var.copy_from(random_tensor(Shape{c}, init_seed + 2, 0.5f, 2.0f));
+    }
+    g->freeze_backbone(frozen);
+    return g;
+  };
+}
+
 ModelFactory named_model(const std::string& name, const Shape& sample, ModelOptions options, uint64_t init_seed) {
   return [=](Device device) -> std::unique_ptr<Model> {
     auto g = build_model(name, sample, 10, options);

@@ -29,6 +29,11 @@ std::vector<Device> cuda_devices(int devices);
 // Builds model `name` (build_model, 10 classes) for samples of `sample`,
 // initialised from `init_seed`, on the device it is given.
 ModelFactory named_model(const std::string& name, const Shape& sample, ModelOptions options, uint64_t init_seed);
+// small-cnn without dropout for samples of `sample`, 10 classes, initialised
+// from `init_seed`, its running statistics drawn away from any batch's (so
+// inference differs from training), its backbone frozen or not
+// (Graph::freeze_backbone).
+ModelFactory small_cnn_for_fine_tuning(const Shape& sample, uint64_t init_seed, bool frozen);
 // `make`'s graphs with the memory plan on or off (Graph::set_memory_planning).
 ModelFactory with_memory_planning(ModelFactory make, bool on);
 

@@ -75,6 +75,14 @@ LS_HD PoolSpan pool_span(int64_t o, int64_t in, const PoolWindow& w) {
   return {begin < 0 ? 0 : begin, end > in ? in : end};
 }
 
+// Adaptive average pooling (PyTorch's AdaptiveAvgPool2d): output position
+// `o` of `out` averages input positions floor(o * in / out) ..
+// ceil((o + 1) * in / out) - 1 along one axis. The spans cover every input,
+// overlap when `out` does not divide `in`, and repeat inputs when out > in.
+LS_HD PoolSpan adaptive_pool_span(int64_t o, int64_t in, int64_t out) {
+  return {o * in / out, ((o + 1) * in + out - 1) / out};
+}
+
 // Max pooling's comparison: a larger value wins, an earlier one wins ties, and
 // the first NaN wins over everything so that a NaN input shows in the output.
 LS_HD bool pool_max_takes(float value, float best) {

@@ -213,7 +213,7 @@ void tv_resnet(Graph& g, const std::string& from, const std::vector<int>& blocks
 // their bias even before batch norm), avgpool (adaptive, to 7x7), then
 // classifier.0/3/6 linear with ReLU and dropout(0.5) between. The adaptive
 // pool is left out where the features already end at 7x7 (224x224 inputs),
-// where it is the identity: there the model runs on a GPU too.
+// where it is the identity.
 void tv_vgg(Graph& g, const std::string& from, const Shape& input, bool batch_norm, int64_t classes,
             const ModelOptions& options, const std::string& name) {
   LS_CHECK(std::min(input[1], input[2]) >= 32, "model ", name, " takes inputs of at least 32x32 (its five 2x2 max ",

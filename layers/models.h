@@ -25,8 +25,8 @@
 //   tv-resnet18 tv-resnet34   basic blocks [2,2,2,2] / [3,4,6,3] (11,689,512 / 21,797,672)
 //   tv-resnet50   bottlenecks [3,4,6,3], stride on the 3x3 (v1.5) (25,557,032)
 //   tv-vgg16 tv-vgg16-bn      features.N, adaptive average pool to 7x7 (any input of 32 px
-//                             and more; CPU only unless the input is 224x224, where it is
-//                             left out), classifier.0/3/6 (138,357,544 / 138,365,992)
+//                             and more; left out at 224x224, where it is the identity),
+//                             classifier.0/3/6 (138,357,544 / 138,365,992)
 //   (counts at 3x224x224, 1000 classes). The other models are the CIFAR-sized variants.
 // Shortcuts that change shape are 1x1 convolution + batch norm (option B). The VGGs
 // have no adaptive pool: the flatten size follows the input (512x7x7 at 224x224), and

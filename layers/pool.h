@@ -60,7 +60,7 @@ public:
 // [C, H, W] -> [C, out_h, out_w] as PyTorch's AdaptiveAvgPool2d((out_h, out_w)):
 // output row i averages input rows floor(i*H/out_h) .. ceil((i+1)*H/out_h) - 1
 // (and columns alike), so any input size works, a smaller one by repeating
-// values. CPU only (no GPU kernel): on a GPU the first step fails naming it.
+// values.
 class AdaptiveAvgPool2d final : public Layer {
 public:
   AdaptiveAvgPool2d(int64_t out_h, int64_t out_w);

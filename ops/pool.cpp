@@ -174,33 +174,54 @@ void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool a
 
 namespace {
 
-void check_adaptive(const char* op, Context& ctx, const Tensor& big, const Tensor& small) {
+DType check_adaptive(const char* op, Context& ctx, const Tensor& big, const Tensor& small) {
   LS_CHECK(big.shape().rank() == 4 && small.shape().rank() == 4 && big.dim(2) * big.dim(3) > 0 &&
                small.dim(2) * small.dim(3) > 0 && big.dim(0) == small.dim(0) && big.dim(1) == small.dim(1),
            op, ": input ", big.shape().str(), " and output ", small.shape().str(),
            " must be [N, C, H, W] of the same N and C, with H, W > 0");
   check_device(op, ctx, {&big, &small});
-  check_stored(op, ctx, {&big, &small});
-  LS_CHECK(ctx.device().is_cpu(), op, " has no GPU kernel: it runs on the CPU only (", ctx.device().str(),
-           " was asked)");
+  return check_stored(op, ctx, {&big, &small});
 }
 
 }  // namespace
 
 void adaptive_avg_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y) {
-  check_adaptive("adaptive_avg_pool2d", ctx, x, y);
-  CpuNchw c;
-  cpu::adaptive_avg_pool2d_forward(c.in(x), c.out(y, false), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), y.dim(2),
-                                   y.dim(3));
-  c.finish();
+  const char* op = "adaptive_avg_pool2d";
+  [[maybe_unused]] const DType dtype = check_adaptive(op, ctx, x, y);
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::adaptive_avg_pool2d_forward(c.in(x), c.out(y, false), x.dim(0) * x.dim(1), x.dim(2), x.dim(3),
+                                              y.dim(2), y.dim(3));
+             c.finish();
+           },
+           LS_CUDA_TWIN(gpu, {
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::adaptive_avg_pool_forward(gpu.compute_stream, elems<T>(x), elems<T>(y), x.dim(0), x.dim(1),
+                                               x.dim(2), x.dim(3), y.dim(2), y.dim(3), x.format(), y.format());
+             });
+           }));
 }
 
 void adaptive_avg_pool2d_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
-  check_adaptive("adaptive_avg_pool2d backward", ctx, dx, dy);
-  CpuNchw c;
-  cpu::adaptive_avg_pool2d_backward(c.in(dy), c.out(dx, accumulate), dx.dim(0) * dx.dim(1), dx.dim(2), dx.dim(3),
-                                    dy.dim(2), dy.dim(3), accumulate);
-  c.finish();
+  const char* op = "adaptive_avg_pool2d backward";
+  [[maybe_unused]] const DType dtype = check_adaptive(op, ctx, dx, dy);
+  dispatch(op, ctx,
+           [&] {
+             CpuNchw c;
+             cpu::adaptive_avg_pool2d_backward(c.in(dy), c.out(dx, accumulate), dx.dim(0) * dx.dim(1), dx.dim(2),
+                                               dx.dim(3), dy.dim(2), dy.dim(3), accumulate);
+             c.finish();
+           },
+           LS_CUDA_TWIN(gpu, {
+             with_stored_type(dtype, [&](auto tag) {
+               using T = decltype(tag);
+               cuda::adaptive_avg_pool_backward(gpu.compute_stream, elems<T>(dy), elems<T>(dx), dx.dim(0), dx.dim(1),
+                                                dx.dim(2), dx.dim(3), dy.dim(2), dy.dim(3), dx.format(), dy.format(),
+                                                accumulate);
+             });
+           }));
 }
 
 }  // namespace lockstep::ops

@@ -30,8 +30,8 @@ void avg_pool2d_backward(Context& ctx, const Tensor& x, const Tensor& y, const T
 void global_avg_pool_forward(Context& ctx, const Tensor& x, Tensor& y);
 void global_avg_pool_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool accumulate);
 
-// [N, C, H, W] -> [N, C, y's H, y's W] as PyTorch's AdaptiveAvgPool2d (kernels/cpu/pool_cpu.h).
-// CPU only: on a GPU an Error says so.
+// [N, C, H, W] -> [N, C, y's H, y's W] as PyTorch's AdaptiveAvgPool2d
+// (kernels/cpu/pool_cpu.h, kernels/cuda/pool_cuda.h); NCHW or NHWC, FP32 or bf16.
 void adaptive_avg_pool2d_forward(Context& ctx, const Tensor& x, Tensor& y);
 void adaptive_avg_pool2d_backward(Context& ctx, const Tensor& dy, Tensor& dx, bool accumulate);
 

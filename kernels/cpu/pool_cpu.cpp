@@ -145,22 +145,13 @@ void global_avg_pool_backward(const float* dy, float* dx, int64_t planes, int64_
   });
 }
 
-namespace {
-
-// The input rows (or columns) [begin, end) that output i of `out` averages.
-PoolSpan adaptive_span(int64_t i, int64_t in, int64_t out) {
-  return {i * in / out, ((i + 1) * in + out - 1) / out};
-}
-
-}  // namespace
-
 void adaptive_avg_pool2d_forward(const float* x, float* y, int64_t planes, int64_t in_h, int64_t in_w, int64_t out_h,
                                  int64_t out_w) {
   const int64_t in_plane = in_h * in_w, out_plane = out_h * out_w;
   parallel_items(planes, in_plane + out_plane, [&](int64_t p) {
     for (int64_t oh = 0; oh < out_h; ++oh)
       for (int64_t ow = 0; ow < out_w; ++ow) {
-        const PoolSpan rows = adaptive_span(oh, in_h, out_h), cols = adaptive_span(ow, in_w, out_w);
+        const PoolSpan rows = adaptive_pool_span(oh, in_h, out_h), cols = adaptive_pool_span(ow, in_w, out_w);
         float sum = 0.0f;
         for (int64_t h = rows.begin; h < rows.end; ++h)
           for (int64_t w = cols.begin; w < cols.end; ++w) sum += x[p * in_plane + h * in_w + w];
@@ -177,7 +168,7 @@ void adaptive_avg_pool2d_backward(const float* dy, float* dx, int64_t planes, in
     prepare_grad(dx + p * in_plane, in_plane, accumulate);
     for (int64_t oh = 0; oh < out_h; ++oh)
       for (int64_t ow = 0; ow < out_w; ++ow) {
-        const PoolSpan rows = adaptive_span(oh, in_h, out_h), cols = adaptive_span(ow, in_w, out_w);
+        const PoolSpan rows = adaptive_pool_span(oh, in_h, out_h), cols = adaptive_pool_span(ow, in_w, out_w);
         const float share = dy[p * out_plane + oh * out_w + ow] /
                             static_cast<float>((rows.end - rows.begin) * (cols.end - cols.begin));
         for (int64_t h = rows.begin; h < rows.end; ++h)

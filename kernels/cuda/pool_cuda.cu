@@ -1,3 +1,6 @@
+// Adaptive average pooling: a thread per output (forward) or per input
+// (backward, gathering), in the CPU loop's summation order.
+//
 // Global average pooling: a warp per plane in forward (lanes stride over the
 // plane, then a fixed shuffle tree); in backward, groups of threads sized to
 // the plane walk whole planes. NHWC (channels last): a thread per (sample,
@@ -108,11 +111,116 @@ void global_avg_pool_backward(cudaStream_t stream, const T* dy, T* dx, int64_t p
   LS_CUDA_CHECK_LAUNCH("global_avg_pool_backward");
 }
 
+namespace {
+
+// Where value (sample, c, h, w) of an n x channels x height x width batch lies.
+struct Layout {
+  int64_t channels, height, width;
+  bool nhwc;
+  __device__ int64_t at(int64_t sample, int64_t c, int64_t h, int64_t w) const {
+    return nhwc ? ((sample * height + h) * width + w) * channels + c : ((sample * channels + c) * height + h) * width + w;
+  }
+  // The coordinates of flat index i, the fastest-moving one last in memory
+  // (w in NCHW, c in NHWC), so neighbouring threads touch neighbouring values.
+  __device__ void coordinates(int64_t i, int64_t& sample, int64_t& c, int64_t& h, int64_t& w) const {
+    if (nhwc) {
+      c = i % channels;
+      i /= channels;
+      w = i % width;
+      i /= width;
+      h = i % height;
+      sample = i / height;
+    } else {
+      w = i % width;
+      i /= width;
+      h = i % height;
+      i /= height;
+      c = i % channels;
+      sample = i / channels;
+    }
+  }
+};
+
+template <typename T>
+__global__ void adaptive_avg_forward_kernel(const T* x, T* y, int64_t total, Layout in, Layout out) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t sample, c, oh, ow;
+    out.coordinates(i, sample, c, oh, ow);
+    const PoolSpan rows = adaptive_pool_span(oh, in.height, out.height);
+    const PoolSpan cols = adaptive_pool_span(ow, in.width, out.width);
+    float sum = 0.0f;
+    for (int64_t h = rows.begin; h < rows.end; ++h)
+      for (int64_t w = cols.begin; w < cols.end; ++w) sum += load(x, in.at(sample, c, h, w));
+    store(y, i, sum / static_cast<float>((rows.end - rows.begin) * (cols.end - cols.begin)));
+  }
+}
+
+// The outputs along one axis whose spans hold input position `at`: from
+// floor(at * out / in) on, while a span starts at or before it.
+__device__ void outputs_holding(int64_t at, int64_t in, int64_t out, int64_t& first, int64_t& last) {
+  first = at * out / in;
+  last = first;
+  while (last + 1 < out && adaptive_pool_span(last + 1, in, out).begin <= at) ++last;
+}
+
+template <bool Accumulate, typename T>
+__global__ void adaptive_avg_backward_kernel(const T* dy, T* dx, int64_t total, Layout in, Layout out) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t sample, c, h, w;
+    in.coordinates(i, sample, c, h, w);
+    int64_t oh_first, oh_last, ow_first, ow_last;
+    outputs_holding(h, in.height, out.height, oh_first, oh_last);
+    outputs_holding(w, in.width, out.width, ow_first, ow_last);
+    float g = Accumulate ? load(dx, i) : 0.0f;
+    for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
+      const PoolSpan rows = adaptive_pool_span(oh, in.height, out.height);
+      for (int64_t ow = ow_first; ow <= ow_last; ++ow) {
+        const PoolSpan cols = adaptive_pool_span(ow, in.width, out.width);
+        g += load(dy, out.at(sample, c, oh, ow)) / static_cast<float>((rows.end - rows.begin) * (cols.end - cols.begin));
+      }
+    }
+    store(dx, i, g);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void adaptive_avg_pool_forward(cudaStream_t stream, const T* x, T* y, int64_t n, int64_t channels, int64_t in_h,
+                               int64_t in_w, int64_t out_h, int64_t out_w, MemoryFormat x_format,
+                               MemoryFormat y_format) {
+  const int64_t total = n * channels * out_h * out_w;
+  if (total <= 0) return;
+  const Layout in{channels, in_h, in_w, x_format == MemoryFormat::nhwc};
+  const Layout out{channels, out_h, out_w, y_format == MemoryFormat::nhwc};
+  LS_LAUNCH(grid_for(total), kThreads, 0, stream, adaptive_avg_forward_kernel<T>)(x, y, total, in, out);
+  LS_CUDA_CHECK_LAUNCH("adaptive_avg_pool_forward");
+}
+
+template <typename T>
+void adaptive_avg_pool_backward(cudaStream_t stream, const T* dy, T* dx, int64_t n, int64_t channels, int64_t in_h,
+                                int64_t in_w, int64_t out_h, int64_t out_w, MemoryFormat dx_format,
+                                MemoryFormat dy_format, bool accumulate) {
+  const int64_t total = n * channels * in_h * in_w;
+  if (total <= 0) return;
+  const Layout in{channels, in_h, in_w, dx_format == MemoryFormat::nhwc};
+  const Layout out{channels, out_h, out_w, dy_format == MemoryFormat::nhwc};
+  if (accumulate)
+    LS_LAUNCH(grid_for(total), kThreads, 0, stream, adaptive_avg_backward_kernel<true, T>)(dy, dx, total, in, out);
+  else
+    LS_LAUNCH(grid_for(total), kThreads, 0, stream, adaptive_avg_backward_kernel<false, T>)(dy, dx, total, in, out);
+  LS_CUDA_CHECK_LAUNCH("adaptive_avg_pool_backward");
+}
+
 #define LS_INSTANTIATE(T)                                                                            \
   template void global_avg_pool_forward<T>(cudaStream_t, const T*, T*, int64_t, int64_t);               \
   template void global_avg_pool_backward<T>(cudaStream_t, const T*, T*, int64_t, int64_t, bool);        \
   template void global_avg_pool_forward_nhwc<T>(cudaStream_t, const T*, T*, int64_t, int64_t, int64_t); \
-  template void global_avg_pool_backward_nhwc<T>(cudaStream_t, const T*, T*, int64_t, int64_t, int64_t, bool);
+  template void global_avg_pool_backward_nhwc<T>(cudaStream_t, const T*, T*, int64_t, int64_t, int64_t, bool); \
+  template void adaptive_avg_pool_forward<T>(cudaStream_t, const T*, T*, int64_t, int64_t, int64_t, int64_t,  \
+                                             int64_t, int64_t, MemoryFormat, MemoryFormat);                    \
+  template void adaptive_avg_pool_backward<T>(cudaStream_t, const T*, T*, int64_t, int64_t, int64_t, int64_t, \
+                                              int64_t, int64_t, MemoryFormat, MemoryFormat, bool);
 LS_INSTANTIATE(float)
 LS_INSTANTIATE(bf16_bits)
 #undef LS_INSTANTIATE

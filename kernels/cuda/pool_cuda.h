@@ -48,4 +48,21 @@ template <typename T>
 void global_avg_pool_backward_nhwc(cudaStream_t stream, const T* dy, T* dx, int64_t n, int64_t channels,
                                    int64_t plane_size, bool accumulate);
 
+// Adaptive average pooling (PyTorch's AdaptiveAvgPool2d; the CPU twin
+// kernels/cpu/pool_cpu.h) of n x channels planes of in_h x in_w to
+// out_h x out_w, the larger and the smaller side each laid out as its
+// format says (a 1x1 plane lies alike in both). Forward: a thread an output value,
+// summing its window (adaptive_pool_span) in the CPU's order. Backward
+// gathers: a thread an input value adds, in the CPU's order, the shares
+// dy / window size of the outputs whose windows hold it (no atomics, so the
+// result is the CPU's bit for bit in FP32), written or added when `accumulate`.
+template <typename T>
+void adaptive_avg_pool_forward(cudaStream_t stream, const T* x, T* y, int64_t n, int64_t channels, int64_t in_h,
+                               int64_t in_w, int64_t out_h, int64_t out_w, MemoryFormat x_format,
+                               MemoryFormat y_format);
+template <typename T>
+void adaptive_avg_pool_backward(cudaStream_t stream, const T* dy, T* dx, int64_t n, int64_t channels, int64_t in_h,
+                                int64_t in_w, int64_t out_h, int64_t out_w, MemoryFormat dx_format,
+                                MemoryFormat dy_format, bool accumulate);
+
 }  // namespace lockstep::cuda

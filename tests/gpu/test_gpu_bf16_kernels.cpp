@@ -376,6 +376,50 @@ TEST_CASE("bf16 global average pooling on the gpu matches the fp32 cpu op", "[gp
   }
 }
 
+TEST_CASE("adaptive average pooling on the gpu equals the cpu op bit for bit, fp32 and bf16, either format",
+          "[gpu][bf16][pool]") {
+  // Shrinking with overlapping windows (13x11 -> 7x7, VGG's pool of a 416 px
+  // input), growing by repetition (1x1 and 3x2 -> 7x7, a 32 px input), the identity.
+  Context gpu(Device::cuda(0));
+  Context cpu(Device::cpu());
+  for (const auto& [in, out] : {std::pair<Shape, Shape>{Shape{3, 37, 13, 11}, Shape{3, 37, 7, 7}},
+                                {Shape{2, 33, 1, 1}, Shape{2, 33, 7, 7}},
+                                {Shape{2, 5, 3, 2}, Shape{2, 5, 7, 7}},
+                                {Shape{1, 6, 7, 7}, Shape{1, 6, 7, 7}}}) {
+    for (MemoryFormat format : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
+      for (bool bf16 : {false, true}) {
+        for (bool accumulate : {false, true}) {
+          INFO(in.str() << " -> " << out.str() << ", " << memory_format_name(format) << (bf16 ? ", bf16" : ", fp32")
+                        << ", accumulate " << accumulate);
+          const auto values = [&](const Shape& s, uint64_t seed) {
+            const std::vector<float> v = random_values(s.numel(), seed);
+            return in_format(s, bf16 ? rounded(v) : v, format);
+          };
+          const auto on_gpu = [&](const Shape& s, const std::vector<float>& v) {
+            return bf16 ? bf16_on_gpu(s, v, 0, format) : Tensor::from_vector(s, v, Device::cuda(0)).with_format(format);
+          };
+          const auto x = values(in, 21), dy = values(out, 22), old = values(in, 23);
+          Tensor gx = on_gpu(in, x), gy = on_gpu(out, std::vector<float>(out.numel()));
+          Tensor cx = f32_on_cpu(in, x, format), cy = f32_on_cpu(out, std::vector<float>(out.numel()), format);
+          ops::adaptive_avg_pool2d_forward(gpu, gx, gy);
+          ops::adaptive_avg_pool2d_forward(cpu, cx, cy);
+          Tensor gdx = on_gpu(in, old), cdx = f32_on_cpu(in, old, format);
+          ops::adaptive_avg_pool2d_backward(gpu, on_gpu(out, dy), gdx, accumulate);
+          ops::adaptive_avg_pool2d_backward(cpu, f32_on_cpu(out, dy, format), cdx, accumulate);
+          gpu.synchronize();
+          if (bf16) {
+            require_bits(gy.to_vector(), cy.to_vector(), "forward");
+            require_bits(gdx.to_vector(), cdx.to_vector(), "backward");
+          } else {
+            REQUIRE(gy.to_vector() == cy.to_vector());
+            REQUIRE(gdx.to_vector() == cdx.to_vector());
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("bf16 softmax cross-entropy on the gpu: fp32 loss, bf16 gradient", "[gpu][bf16][loss]") {
   Context gpu(Device::cuda(0));
   Context cpu(Device::cpu());

@@ -145,6 +145,8 @@ TEST_CASE("gpu pooling equals the cpu reference", "[gpu][layers][pool]") {
     compare_layer([] { return std::make_unique<AvgPool2d>(3, 2, 1); }, {Shape{2, 9, 9}}, batch, 44);
     compare_layer([] { return std::make_unique<GlobalAvgPool>(); }, {Shape{5, 7, 3}}, batch, 45);
     compare_layer([] { return std::make_unique<GlobalAvgPool>(); }, {Shape{3, 32, 32}}, batch, 46);
+    compare_layer([] { return std::make_unique<AdaptiveAvgPool2d>(7, 7); }, {Shape{5, 13, 11}}, batch, 47);
+    compare_layer([] { return std::make_unique<AdaptiveAvgPool2d>(7, 7); }, {Shape{4, 1, 1}}, batch, 48);
   }
 }
 

@@ -3,6 +3,7 @@
 // compute the logits of their share of every batch (the training split),
 // the processes sum them, and the first process alone prints and plots.
 #include <cstdio>
+#include <cstdlib>
 
 #include "commands.h"
 #include "confusion_plot.h"
@@ -17,6 +18,7 @@
 #include "progress.h"
 #include "runtime/memory_format_option.h"
 #include "runtime/precision.h"
+#include "base/printable.h"
 #include "setup.h"
 #include "world_errors.h"
 
@@ -39,7 +41,15 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   // The training run's split, so that a folder split for training is
   // evaluated on its held-out part, not on images the model trained on.
   options.split_seed = ck.info.seed;
-  if (!meta("test_fraction").empty()) options.test_fraction = std::stod(meta("test_fraction"));
+  if (!meta("test_fraction").empty()) {
+    // The metadata is not under the checksum: an edited value is named, not met as std::stod's "stod".
+    const std::string text = meta("test_fraction");
+    char* end = nullptr;
+    const double fraction = std::strtod(text.c_str(), &end);
+    LS_CHECK(end != text.c_str() && *end == '\0' && fraction >= 0.0 && fraction < 1.0, "checkpoint ", s.checkpoint,
+             ": its setting 'test_fraction' is \"", printable(text, 60, ""), "\", not a fraction in [0, 1)");
+    options.test_fraction = fraction;
+  }
   std::string data_path = s.data;
   data::DataSets sets;
   if (data_path.empty() && !meta("test_data").empty()) data_path = meta("test_data");

@@ -446,6 +446,36 @@ class CliOutputs(CliTestCase):
         self.assertIn("training curve: " + self.path("ck.png"), r.stdout)
         self.assertEqual(read(self.path("ck.png"))[:4], b"\x89PNG")
 
+    def test_edited_checkpoint_settings_are_named_by_train_and_eval(self):
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        ck = self.path("ck")
+        r = run(["train"] + ONE + ["--data", data, "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        blob = read(ck)
+        size = struct.unpack("<Q", blob[:8])[0]
+
+        def edited(key, value):
+            header = json.loads(blob[8:8 + size])
+            header["__metadata__"][key] = value
+            encoded = json.dumps(header).encode()
+            encoded += b" " * ((8 - len(encoded) % 8) % 8)
+            path = self.path("edited-" + key)
+            with open(path, "wb") as f:
+                f.write(struct.pack("<Q", len(encoded)) + encoded + blob[8 + size:])
+            return path
+
+        # The metadata lies outside the checksum: each command names the
+        # setting and its value instead of failing in a number parser.
+        r = run(["eval", "--checkpoint", edited("extra.test_fraction", "half"), "--devices", "cpu"], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("its setting 'test_fraction' is \"half\", not a fraction in [0, 1)", r.stderr)
+        self.assertNotIn("stod", r.stderr)
+        r = run(["train", "--resume", edited("extra.batch", "many"), "--epochs", "2"], self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the checkpoint's setting 'batch' (--batch) is \"many\", not a valid value", r.stderr)
+        self.assertNotIn("stoll", r.stderr)
+
     def test_pictures_of_any_name_and_class_names_with_line_breaks_are_drawn(self):
         data = self.path("photos")
         write_image_folder(data, [b"two\nlines", b"it's", b"plain"], 12)

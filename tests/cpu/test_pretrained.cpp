@@ -29,8 +29,8 @@ namespace {
 struct TempDir {
   fs::path path;
   TempDir() {
-    char pattern[] = "/tmp/lockstep-pretrained-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
+    std::string pattern = (fs::temp_directory_path() / "lockstep-pretrained-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     path = pattern;
   }
   ~TempDir() {

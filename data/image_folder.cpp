@@ -299,10 +299,13 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
     }
   }
   LS_CHECK(!files_.empty(), "image folder ", root_, ": no readable image (", skipped_.summary(), ")");
-  if (options_.cache) {
-    cache_.resize(files_.size() * static_cast<size_t>(sample_shape().numel()));
-    cache_state_ = std::make_unique<std::atomic<uint8_t>[]>(files_.size());
-  }
+  if (options_.cache) keep_decoded();
+}
+
+void ImageFolder::keep_decoded() {
+  if (cache_state_) return;
+  cache_.resize(files_.size() * static_cast<size_t>(sample_shape().numel()));
+  cache_state_ = std::make_unique<std::atomic<uint8_t>[]>(files_.size());
 }
 
 void ImageFolder::read(int64_t index, float* out) const {

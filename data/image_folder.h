@@ -61,6 +61,12 @@ public:
   std::string sample_name(int64_t index) const override { return files_[index]; }
 
   const std::string& file(int64_t index) const { return files_[index]; }
+  // Bytes the decoded samples take (uint8, at the target size): what keeping them needs.
+  int64_t decoded_bytes() const { return size() * sample_shape().numel(); }
+  // From now on each image is decoded once and kept (as the cache option
+  // does); call before the folder is shared between threads.
+  void keep_decoded();
+  bool keeps_decoded() const { return cache_state_ != nullptr; }
   const BadFiles& skipped() const { return skipped_; }
 
 private:

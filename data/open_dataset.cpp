@@ -58,6 +58,17 @@ ImageFolderOptions folder_options(const DataOptions& options, Part part, std::ve
   return out;
 }
 
+// The image folders of a data set: kept decoded in memory when asked or when
+// they fit the budget together.
+void settle_cache(DataSets& sets, const std::vector<std::shared_ptr<ImageFolder>>& folders,
+                  const DataOptions& options) {
+  for (const auto& folder : folders) sets.decoded_bytes += folder->decoded_bytes();
+  sets.decoded_kept = !folders.empty() && (options.cache_images || (options.cache_budget_bytes > 0 &&
+                                                                    sets.decoded_bytes <= options.cache_budget_bytes));
+  if (sets.decoded_kept)
+    for (const auto& folder : folders) folder->keep_decoded();
+}
+
 }  // namespace
 
 const char* format_name(DataFormat format) {
@@ -98,6 +109,7 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
     sets.skipped.merge(test->skipped());
     sets.train = train;
     sets.test = test;
+    settle_cache(sets, {train, test}, options);
     return sets;
   }
   // One folder of classes (or a train/ folder alone): split per class.
@@ -109,6 +121,7 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
   sets.split = true;
   if (options.test_fraction == 0.0) {
     sets.train = folder;
+    settle_cache(sets, {folder}, options);
     return sets;
   }
   TrainTest halves = split_dataset(folder, options.test_fraction, options.split_seed);
@@ -123,7 +136,10 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
     auto test_folder = std::make_shared<ImageFolder>(root, folder_options(options, Part::test, folder->class_names()));
     LS_CHECK(test_folder->size() == folder->size(), "image folder ", root, " changed while it was opened");
     sets.test = split_dataset(test_folder, options.test_fraction, options.split_seed).test;
+    settle_cache(sets, {folder, test_folder}, options);  // both whole: the budget counts what they hold
+    return sets;
   }
+  settle_cache(sets, {folder}, options);
   return sets;
 }
 
@@ -156,6 +172,7 @@ DataSets open_test_dataset(const std::string& path, const DataOptions& options,
                                               folder_options(options, Part::test, train_classes));
   sets.skipped = folder->skipped();
   sets.test = folder;
+  settle_cache(sets, {folder}, options);
   return sets;
 }
 

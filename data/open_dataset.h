@@ -23,6 +23,9 @@ struct DataOptions {
   int64_t height = 32;
   int64_t width = 32;
   bool cache_images = false;     // keep decoded images in memory
+  // Or keep them when all the image folders opened fit this many bytes
+  // decoded (uint8 at the target size); 0: only with cache_images.
+  int64_t cache_budget_bytes = 0;
   bool skip_bad_images = false;  // leave bad images out (reported) instead of stopping
   int64_t max_image_pixels = kDefaultMaxImagePixels;  // images declaring more pixels are refused
   double test_fraction = 0.1;    // folders without a test set
@@ -46,6 +49,11 @@ struct DataSets {
   std::shared_ptr<const Dataset> test;
   BadFiles skipped;  // images left out while scanning (skip_bad_images)
   bool split = false;  // the test set was split off the training folder (test_fraction); null when 0
+  // Image folders: the bytes their decoded samples take, and whether they
+  // are kept in memory after the first read (cache_images, or within
+  // cache_budget_bytes).
+  int64_t decoded_bytes = 0;
+  bool decoded_kept = false;
 };
 
 // Throws lockstep::Error naming the path when it cannot be read or is none of

@@ -166,6 +166,11 @@ int main(int argc, char** argv) {
   flag(train_cmd->add_flag("--force", train.force,
                            "let --checkpoint/--metrics overwrite an existing file of another kind (never an input)"),
        "--force");
+  flag(train_cmd->add_option("--cache-mb", train.cache_mb,
+                             "image folders: keep the decoded images in memory when they fit this many MiB, so each "
+                             "is decoded once (0: decode every epoch; default: a quarter of the memory available)")
+           ->check(CLI::NonNegativeNumber),
+       "--cache-mb");
   flag(train_cmd->add_option("--max-image-pixels", train.max_image_pixels,
                              "refuse images whose header declares more pixels (default PIL's 178956970)")
            ->check(CLI::PositiveNumber),

@@ -51,6 +51,10 @@ struct TrainSettings {
   std::string normalize;
   std::string input = "3x32x32"; // image folders: CxHxW the images are resized to
   int threads = 2;              // loader threads
+  // Image folders: decoded samples are kept in memory when they fit this many
+  // MiB (0: decoded every epoch; below 0: a quarter of the memory available
+  // when the run starts). Not saved: it changes speed, never results.
+  double cache_mb = -1.0;
   int64_t limit = 0;            // use only the first N training samples (0: all)
   int64_t test_limit = 0;
   bool dropout = true;

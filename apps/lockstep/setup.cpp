@@ -1,6 +1,12 @@
 #include "setup.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -45,6 +51,24 @@ std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::D
   std::vector<int64_t> indices;
   for (int64_t i = 0; i < limit; ++i) indices.push_back(i * dataset->size() / limit);
   return std::make_shared<data::Subset>(dataset, indices, "every " + std::to_string(dataset->size() / limit) + "th sample");
+}
+
+int64_t available_memory_bytes() {
+  int64_t bytes = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") {
+      bytes = kib * 1024;
+      break;
+    }
+  if (bytes <= 0) bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    bytes = std::min<int64_t>(bytes, static_cast<int64_t>(limit.rlim_cur));
+  return std::max<int64_t>(bytes, 0);
 }
 
 void set_image_fit(data::DataOptions& options, const std::string& augment) {

@@ -21,6 +21,11 @@ void parse_input_shape(const std::string& text, int64_t& channels, int64_t& heig
 // `limit` samples taken evenly over `data`, keeping its class balance (a quick run or a test).
 std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> data, int64_t limit);
 
+// The memory a new allocation may take now: /proc/meminfo's MemAvailable
+// (physical memory when it cannot be read), within an address-space limit
+// (ulimit -v) when one is set.
+int64_t available_memory_bytes();
+
 // How image folders fit the input size in a run trained with `augment` (the
 // checkpoint's "augment"): after random-resized-crop their aspect ratio is
 // kept, training from the whole centred window and testing on its middle

@@ -268,11 +268,20 @@ void check_resumed_data(const TrainSettings& s, const CheckpointInfo& info, cons
   if (first) std::printf("notice: the training data at %s changed since the checkpoint: %s\n", s.data.c_str(), text.c_str());
 }
 
-// The training and test sets, each cut to --limit / --test-limit.
+// The training and test sets, each cut to --limit / --test-limit, and what
+// keeping image folders' decoded images took or would take.
 struct TrainData {
   data::DataSets sets;
   std::shared_ptr<const data::Dataset> train, test;
+  int64_t cache_budget = 0, decoded_bytes = 0;
+  bool decoded_kept = false;
 };
+
+// --cache-mb in bytes: given, or a quarter of the memory available now.
+int64_t cache_budget_bytes(const TrainSettings& s) {
+  if (s.cache_mb >= 0.0) return static_cast<int64_t>(std::min(s.cache_mb, 1e12) * 1048576.0);
+  return available_memory_bytes() / 4;
+}
 
 TrainData open_data(const TrainSettings& s, const std::vector<std::string>& given) {
   data::DataOptions data_options;
@@ -286,7 +295,10 @@ TrainData open_data(const TrainSettings& s, const std::vector<std::string>& give
   // With a separate test set a single class folder is not split: all of it trains.
   data_options.test_fraction = s.test_data.empty() ? s.test_fraction : 0.0;
   TrainData d;
+  d.cache_budget = data_options.cache_budget_bytes = cache_budget_bytes(s);
   d.sets = data::open_dataset(s.data, data_options);
+  d.decoded_bytes = d.sets.decoded_bytes;
+  d.decoded_kept = d.sets.decoded_kept;
   LS_CHECK(!was_given(given, "--input") || d.sets.format == data::DataFormat::image_folder, "--input ", s.input,
            " resizes the images of a folder; ", s.data, " holds ", data::format_name(d.sets.format), " data of ",
            d.sets.train->sample_shape().str(), " samples, which train at their own size: leave --input out");
@@ -295,7 +307,11 @@ TrainData open_data(const TrainSettings& s, const std::vector<std::string>& give
                        ? std::string(" is already split into train and test folders")
                        : std::string(" has its own test files (") + data::format_name(d.sets.format) + ")");
   if (!s.test_data.empty()) {
+    // The test folder in what the training images left of the budget (none when they did not fit).
+    data_options.cache_budget_bytes = d.decoded_kept ? d.cache_budget - d.decoded_bytes : 0;
     data::DataSets separate = data::open_test_dataset(s.test_data, data_options, d.sets.train->class_names());
+    d.decoded_bytes += separate.decoded_bytes;
+    d.decoded_kept = d.decoded_kept && separate.decoded_kept;
     d.sets.test = separate.test;
     d.sets.skipped.merge(separate.skipped);
   }
@@ -597,6 +613,16 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   if (!first) return finish_quietly(trainer);
   print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
   for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
+  if (train_data.decoded_bytes > 0) {
+    const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; };
+    if (train_data.decoded_kept)
+      std::printf("decoded images kept in memory: %.1f MiB of a %.1f MiB budget (--cache-mb), each decoded once\n",
+                  mib(train_data.decoded_bytes), mib(train_data.cache_budget));
+    else
+      std::printf("images decoded in every epoch (all or some): kept they would take %.1f MiB, more than the "
+                  "%.1f MiB budget (--cache-mb)\n",
+                  mib(train_data.decoded_bytes), mib(train_data.cache_budget));
+  }
   if (imagenet_by_default)
     std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
   if (s.freeze_backbone)

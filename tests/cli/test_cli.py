@@ -612,6 +612,25 @@ class Cli(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertNotEqual(a, c)
 
+    def test_image_folders_are_decoded_once_when_they_fit_the_cache_budget(self):
+        self.need_pil()
+        photos = self.path("photos")
+        write_jpeg_classes(photos, ["red", "green", "blue"], 6, 24)
+        base = ["train", "--devices", "cpu", "--data", photos, "--model", "mlp", "--input", "3x12x12",
+                "--augment", "crop-flip", "--test-fraction", "0.34", "--epochs", "2", "--batch", "4"]
+        losses = {}
+        for name, extra, said in [("kept", [], "decoded images kept in memory: 0.0 MiB of a "),
+                                  ("off", ["--cache-mb", "0"], "images decoded in every epoch (all or some): kept "
+                                   "they would take 0.0 MiB, more than the 0.0 MiB budget (--cache-mb)")]:
+            metrics = self.path(name + ".jsonl")
+            r = run(base + extra + ["--checkpoint", self.path(name + ".safetensors"), "--metrics", metrics], self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(said, r.stdout)
+            losses[name] = step_losses(metrics)
+        # Kept or decoded again, the same pixels: the same run, step for step.
+        self.assertEqual(losses["kept"], losses["off"])
+        self.assertEqual(len(losses["kept"]), 6)
+
     def test_predict_takes_folders_and_writes_json_lines(self):
         self.need_pil()
         photos = self.path("photos")

@@ -175,6 +175,41 @@ TEST_CASE("image folder: a centre crop of a large JPEG, decoded at a reduced sca
   REQUIRE(column_mean(png, 16) == Approx(column_mean(stretched, 16)).margin(3.0));
 }
 
+TEST_CASE("image folders keep their decoded images when they fit the budget, and say what that takes",
+          "[data][folder]") {
+  DataOptions options;
+  options.height = options.width = 4;
+  options.test_fraction = 0.2;
+  const int64_t need = 10 * 3 * 4 * 4;  // the whole folder, decoded at 3x4x4
+  for (int64_t budget : {need, need - 1, int64_t(0)}) {
+    INFO("budget " << budget);
+    TempDir dir;
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < 5; ++i)
+        data_test::write_png(dir / ("c" + std::to_string(c) + "/" + std::to_string(i) + ".png"), 9, 7, 3,
+                             data_test::make_image(9, 7, 3, [&](int y, int x, int ch) { return 10 * i + y + x + ch; }));
+    options.cache_budget_bytes = budget;
+    const DataSets sets = open_dataset(dir.str(), options);
+    REQUIRE(sets.decoded_bytes == need);
+    REQUIRE(sets.decoded_kept == (budget == need));
+    std::vector<std::vector<float>> first;
+    for (int64_t k = 0; k < sets.train->size(); ++k) first.push_back(read(*sets.train, k));
+    // Kept, the images are never read again: with the files gone the same pixels come back.
+    std::filesystem::remove_all(dir / "c0");
+    std::filesystem::remove_all(dir / "c1");
+    for (int64_t k = 0; k < sets.train->size(); ++k) {
+      if (sets.decoded_kept) REQUIRE(read(*sets.train, k) == first[k]);
+      else REQUIRE_THROWS_WITH(read(*sets.train, k), Catch::Contains(dir.str()));
+    }
+  }
+  TempDir dir;
+  data_test::write_png(dir / "a/0.png", 4, 4, 3, data_test::make_image(4, 4, 3, solid(1, 2, 3)));
+  options.cache_budget_bytes = 0;
+  options.cache_images = true;  // asked for, whatever the budget
+  options.test_fraction = 0.0;
+  REQUIRE(open_dataset(dir.str(), options).decoded_kept);
+}
+
 TEST_CASE("image folder: a corrupt image is an error naming it, or skipped and reported", "[data][folder]") {
   TempDir dir;
   write_folder(dir);

@@ -16,7 +16,7 @@ function(lockstep_cli_tests script class)
   foreach(_def ${_defs})
     string(REGEX REPLACE "^    def (test_[A-Za-z0-9_]+)\\(self\\):.*" "\\1" t "${_def}")
     add_test(NAME cli.${t} COMMAND /usr/bin/python3 ${_path} ${class}.${t})
-    set_tests_properties(cli.${t} PROPERTIES LABELS cpu ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>"
+    set_tests_properties(cli.${t} PROPERTIES LABELS cpu ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;PYTHONDONTWRITEBYTECODE=1"
                          TIMEOUT 600)
   endforeach()
 endfunction()

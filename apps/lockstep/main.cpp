@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
        "--model");
   flag(train_cmd->add_option("--init", train.init,
                              "start a tv-* model from these pretrained weights: a state dict in safetensors form with "
-                             "torchvision's or timm's names (F32, F16 or BF16); another class count re-initialises "
-                             "the classifier"),
+                             "torchvision's or timm's names (F32, F16 or BF16); another class count, or other "
+                             "classes (an export names them), re-initialises the classifier"),
        "--init");
   flag(train_cmd->add_option("--epochs", train.epochs, "epochs to train")->check(count)->check(CLI::PositiveNumber),
        "--epochs");

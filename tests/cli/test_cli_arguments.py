@@ -19,6 +19,15 @@ class CliArguments(CliTestCase):
             write_idx(data, 64, 8)
         return data
 
+    def test_the_command_line_reference_is_what_the_program_prints(self):
+        # docs/cli.md is written from --help by scripts/cli-reference: a flag
+        # added, renamed or explained anew without it fails here.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        r = subprocess.run([os.path.join(root, "scripts", "cli-reference"), BIN, "-"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(root, "docs", "cli.md")) as f:
+            self.assertEqual(f.read(), r.stdout, "docs/cli.md is out of date: run scripts/cli-reference")
+
     def test_arguments_that_would_be_ignored_or_wrap_are_refused_naming_the_option(self):
         base = ["train"] + ONE + ["--data", self.data(), "--checkpoint", self.path("ck")]
         cases = [

@@ -336,6 +336,12 @@ std::unique_ptr<Graph> build_model(const std::string& name, const Shape& input, 
 }
 
 std::unique_ptr<Graph> build_model_from_spec(const std::string& spec, Device device, uint64_t seed) {
+  auto g = graph_from_spec(spec);
+  g->finalize(device, seed);
+  return g;
+}
+
+std::unique_ptr<Graph> graph_from_spec(const std::string& spec) {
   std::istringstream in(spec);
   std::string name, dims, flag;
   int64_t classes = 0, c = 0, h = 0, w = 0;
@@ -349,9 +355,7 @@ std::unique_ptr<Graph> build_model_from_spec(const std::string& spec, Device dev
     LS_CHECK(flag == "nodropout", "unknown option '", flag, "' in model spec '", spec, "'");
     options.dropout = false;
   }
-  auto g = build_model(name, Shape{c, h, w}, classes, options);
-  g->finalize(device, seed);
-  return g;
+  return build_model(name, Shape{c, h, w}, classes, options);
 }
 
 }  // namespace lockstep

@@ -57,5 +57,7 @@ void add_model_layers(Graph& g, const std::string& name, const std::string& from
 // and the inverse: a model built, finalised and initialised from such a string.
 std::string model_spec(const std::string& name, const Shape& input, int64_t classes, const ModelOptions& options);
 std::unique_ptr<Graph> build_model_from_spec(const std::string& spec, Device device, uint64_t seed);
+// The graph a spec describes, not finalised (nothing allocated): for its sizes and memory plan.
+std::unique_ptr<Graph> graph_from_spec(const std::string& spec);
 
 }  // namespace lockstep

@@ -1,12 +1,15 @@
 #include "preflight.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "base/error.h"
+#include "layers/models.h"
+#include "setup.h"
 #include "training/checkpoint.h"
 #include "training/output_files.h"
 
@@ -52,6 +55,30 @@ void check_picture_output(const std::string& path, const std::string& option, co
                           bool force) {
   make_picture_folder(path, option);
   check_output_file(picture(path, option), inputs, force);
+}
+
+void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t replicas_in_world,
+                       int64_t local_replicas) {
+  // The largest slice a replica gets (the remainder goes to the first ones);
+  // the CPU keeps activations in FP32 whatever the precision.
+  const int64_t per_replica = (s.batch + replicas_in_world - 1) / replicas_in_world;
+  const std::unique_ptr<Graph> graph = graph_from_spec(spec);
+  // The replicas' activations and the loader's batches (the two the trainer
+  // holds and the two prepared ahead, data::LoaderConfig::prefetch), in FP32.
+  const int64_t loader = 4 * s.batch * graph->input_shape().numel() * static_cast<int64_t>(sizeof(float));
+  const int64_t need = local_replicas * graph->activation_bytes(per_replica) + loader;
+  const int64_t available = available_memory_bytes();
+  if (available <= 0 || need <= available) return;
+  const auto gb = [](int64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+    return std::string(text);
+  };
+  LS_FAIL("--batch ", s.batch, " of samples ", graph->input_shape().str(), ": the activations of a training step of '",
+          spec, "' and its batches take ", gb(need), " (", local_replicas, " replica", local_replicas == 1 ? "" : "s",
+          " of ", per_replica, " samples), more than the ", gb(available),
+          " of memory available (within ulimit -v); give a smaller --batch, a smaller --input (image folders) or "
+          "another --model");
 }
 
 void check_outputs(const TrainSettings& s) {

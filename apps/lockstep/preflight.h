@@ -22,6 +22,14 @@ bool is_metrics_file(const std::string& path);
 // True when `path` starts with PNG's signature.
 bool is_png_file(const std::string& path);
 
+// A CPU run whose replicas' activations would not fit the memory available
+// (setup.h's available_memory_bytes) is refused before anything is
+// allocated, naming --batch, --input and the model: `spec` is the model's,
+// `replicas_in_world` every replica of every process, `local_replicas` this
+// process's.
+void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t replicas_in_world,
+                       int64_t local_replicas);
+
 // --checkpoint, --metrics and the training curve (after the defaults are applied).
 void check_outputs(const TrainSettings& s);
 

@@ -562,8 +562,12 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   const TrainData train_data = open_data(s, given);
   const bool imagenet_by_default = resolve_normalize(s, train_data);
   if (!s.resume.empty()) check_resumed_data(s, resume_info, *train_data.train, first);
-  Loaders loaders = make_loaders(s, resume_info, train_data);
   const std::string spec = choose_model_spec(s, given, resume_info, *train_data.train);
+  // Before the loader's batch buffers and the replicas are allocated.
+  if (devices[0].is_cpu())
+    check_step_memory(s, spec, static_cast<int64_t>(devices.size()) * (world ? world->size() : 1),
+                      static_cast<int64_t>(devices.size()));
+  Loaders loaders = make_loaders(s, resume_info, train_data);
   std::vector<std::string> replaced;
   if (first) replaced = check_replaced_outputs(s, spec);
   if (world) {

@@ -93,6 +93,30 @@ class CliArguments(CliTestCase):
         self.assertRegex(r.stderr, r"cannot start the thread of replica \d+ of 1000 \(.*\): .*use fewer replicas")
         self.assertFalse(os.path.exists(self.path("ck")))
 
+    def test_a_step_larger_than_the_memory_is_refused_before_allocating_naming_the_options(self):
+        # small-cnn on 3x1500x1500 images at batch 32: tens of GB of activations
+        # against 4 GiB of address space (before: "out of memory on cpu: asked
+        # for ... bytes", naming neither --input nor the model, or bad_alloc).
+        from PIL import Image
+        photos = self.path("photos")
+        for name in ["a", "b"]:
+            os.makedirs(os.path.join(photos, name))
+            Image.new("RGB", (40, 30), (200 if name == "a" else 20, 90, 60)).save(os.path.join(photos, name, "0.png"))
+
+        def limited():
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+        r = subprocess.run([BIN, "train", "--devices", "cpu", "--model", "small-cnn", "--epochs", "1", "--data", photos,
+                            "--test-fraction", "0", "--input", "3x1500x1500", "--batch", "32", "--checkpoint",
+                            self.path("ck")], cwd=self.tmp, capture_output=True, text=True, timeout=300,
+                           preexec_fn=limited)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"--batch 32 of samples \[3, 1500, 1500\]: the activations of a training step of "
+                                   r"'small-cnn 3x1500x1500 2' and its batches take [0-9.]+ GB \(1 replica of 32 "
+                                   r"samples\), more than the [0-9.]+ GB of memory available")
+        self.assertIn("give a smaller --batch, a smaller --input (image folders) or another --model", r.stderr)
+        self.assertFalse(os.path.exists(self.path("ck")))
+
     def test_a_resume_that_would_be_another_run_is_refused_unless_forced(self):
         ck = self.path("ck")
         r = run(["train"] + ONE + ["--data", self.data(), "--checkpoint", ck], self.tmp)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <system_error>
 
 #include "distributed/batch_split.h"
@@ -211,6 +212,36 @@ void ReplicaManager::reset_phase_times() {
   times_ = {};
 }
 
+// What every replica's share of one training step needs.
+struct ReplicaManager::StepArgs {
+  const HostBatch& batch;
+  const HostBatch* next;  // the following step's batch, copied ahead on GPUs
+  float lr;
+  const SgdConfig& sgd;
+  uint64_t step;
+  int64_t global;   // samples in the global batch
+  int n;            // replicas in the world
+  bool graphs;      // replay from CUDA graphs (graphs_in_use, a sample on every replica)
+};
+
+// One replica's queued device work and the time marks around it.
+struct ReplicaManager::QueuedStep {
+  TrainStepResult result;
+  int compute_end_mark = -1, update_mark = -1;
+};
+
+// Where a replica's step started: its first time mark, and the host
+// synchronisations its thread had made (where the build counts them).
+struct ReplicaManager::StepStart {
+  int data_mark = -1;
+  std::optional<uint64_t> syncs;
+
+  // The step's synchronisations so far, added before its one read-back.
+  void count_syncs(PhaseTimes& times) const {
+    if (syncs) times.host_syncs += *host_synchronizations_on_this_thread() - *syncs;
+  }
+};
+
 StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd, const HostBatch* next) {
   const int64_t global = batch.count;
   LS_CHECK(global > 0, "train_step on an empty batch");
@@ -222,114 +253,116 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   LS_CHECK(!options_.context.sync_batch_norm || global >= n, "synchronised batch norm needs a sample per replica: a ",
            "batch of ", global, " over ", n, " replicas");
   plan_step(batch);
-  const uint64_t step = step_;
   // A CUDA graph needs graphs_in_use() and a sample on every replica.
-  const bool graphs = graphs_in_use() && global >= n;
-  run_on_all([&](Replica& r) {
-    Slice slice = replica_slice(global, n, global_rank(r.rank));
-    // Nothing in the step waits for the device before the read-back at its
-    // end (with sync_timing, the drains it asks for): counted where the build can.
-    const std::optional<uint64_t> syncs_at_start = host_synchronizations_on_this_thread();
-    const std::optional<uint64_t> launches_at_start = host_launches_on_this_thread();
-    r.ctx->clear_marks();
-    const int data_mark = r.ctx->mark_time();
-    Tensor images, labels;
-    if (r.device.is_cuda()) {
-      BatchStaging::Slices staged = r.staging.take(*r.ctx, batch, slice);
-      images = staged.images;
-      labels = staged.labels;
-      if (staged.ahead) ++r.times.batches_ahead;
-      // Overlaps this step's compute; never allocates.
-      if (next && next->count > 0)
-        r.staging.copy_ahead(*r.ctx, *next, replica_slice(next->count, n, global_rank(r.rank)));
-    } else {
-      images = slice_to_device(batch.images, slice, *r.ctx);
-      labels = slice_to_device(batch.labels, slice, *r.ctx);
-    }
-
-    // The step's device work, from forward to the update: queued as it
-    // goes, or recorded into the replica's CUDA graph.
-    struct Queued {
-      TrainStepResult result;
-      int compute_end_mark = -1, update_mark = -1;
-    };
-    auto queue_step = [&](const Tensor& step_images, const Tensor& step_labels, const StepInfo& info,
-                          const float* lr_on_device) {
-      // Each bucket goes as soon as backward has finished every gradient in it.
-      ParameterArenas& arenas = r.model->arenas();
-      size_t next_bucket = 0;
-      GradReadyCallback on_ready;
-      if (n > 1)
-        on_ready = [&](int64_t first_ready) {
-          for (; next_bucket < r.buckets.size() && r.buckets[next_bucket].begin >= first_ready; ++next_bucket) {
-            const Bucket& b = r.buckets[next_bucket];
-            comm_->all_reduce_sum(r.rank, *r.ctx, arenas.grads.data() + b.begin, b.end - b.begin);
-          }
-        };
-      Queued q;
-      q.result =
-          r.model->train_step(*r.ctx, info, step_images, step_labels, 1.0f / static_cast<float>(global), on_ready);
-      q.compute_end_mark = q.result.end_mark >= 0 ? q.result.end_mark : r.ctx->mark_time();
-      double weight = static_cast<double>(slice.count) / static_cast<double>(global);
-      r.running_stats.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
-      if (n > 1) comm_->wait(r.rank, *r.ctx);
-      if (options_.context.sync_timing) r.ctx->synchronize();
-      q.update_mark = r.ctx->mark_time();
-      ops::sgd_step(*r.ctx, arenas, sgd, lr, lr_on_device);
-      return q;
-    };
-
-    // Every step tells the graph its size: one at another size drops it.
-    if (r.cuda_graph.follows(global) && graphs) {
-      // Capture (the first time) and launch: the batch slice and the
-      // per-step values go to the graph's fixed buffers first.
-      r.cuda_graph.stage(*r.ctx, images, labels, lr, step);
-      const int launch_mark = r.ctx->mark_time();
-      if (!r.cuda_graph.captured()) {
-        ReplicaGraph& g = r.cuda_graph;
-        const StepInfo info{options_.seed, step, slice.offset, g.step_on_device(), options_.label_smoothing};
-        StepCapture capture(*r.ctx);
-        TrainStepResult captured = queue_step(g.images(), g.labels(), info, g.lr_on_device()).result;
-        r.cuda_graph.keep(capture.finish(), std::move(captured));
-        ++r.times.graph_captures;
-      }
-      r.cuda_graph.launch(*r.ctx);
-      ++r.times.graph_steps;
-      const int end_mark = r.ctx->mark_time();
-      if (syncs_at_start) r.times.host_syncs += *host_synchronizations_on_this_thread() - *syncs_at_start;
-      r.metrics = r.cuda_graph.metrics();
-      if (!r.cuda_graph.reads_back()) r.ctx->synchronize();
-      r.times.data += r.ctx->seconds_between(data_mark, launch_mark);
-      r.times.forward += r.ctx->seconds_between(launch_mark, end_mark);
-    } else {
-      const StepInfo info{options_.seed, step, slice.offset, nullptr, options_.label_smoothing};
-      Queued q = queue_step(images, labels, info, nullptr);
-      TrainStepResult& result = q.result;
-      const int end_mark = r.ctx->mark_time();
-      if (syncs_at_start) r.times.host_syncs += *host_synchronizations_on_this_thread() - *syncs_at_start;
-
-      // The step's one read-back: the metrics, and with them every mark.
-      r.metrics = result.metrics();
-      if (!result.read_back) r.ctx->synchronize();  // an empty slice queued no loss pass to wait for
-      const int forward_mark = result.forward_mark >= 0 ? result.forward_mark : q.compute_end_mark;
-      const int backward_mark = result.backward_mark >= 0 ? result.backward_mark : q.compute_end_mark;
-      r.times.data += r.ctx->seconds_between(data_mark, forward_mark);
-      r.times.forward += r.ctx->seconds_between(forward_mark, backward_mark);
-      r.times.backward += r.ctx->seconds_between(backward_mark, q.compute_end_mark);
-      // After backward: waiting for the all-reduces and the BN combination.
-      r.times.communication += r.ctx->seconds_between(q.compute_end_mark, q.update_mark);
-      r.times.update += r.ctx->seconds_between(q.update_mark, end_mark);
-    }
-    r.times.steps += 1;
-    // After the read-back, so the step's whole share of launches is in.
-    if (launches_at_start) r.times.host_launches += *host_launches_on_this_thread() - *launches_at_start;
-  });
+  const StepArgs args{batch, next, lr, sgd, step_, global, n, graphs_in_use() && global >= n};
+  run_on_all([&](Replica& r) { replica_step(r, args); });
   ++step_;
   times_ = replicas_[0]->times;
   for (auto& r : replicas_) times_.host_syncs = std::max(times_.host_syncs, r->times.host_syncs);
   StepMetrics total;
   for (auto& r : replicas_) total += r->metrics;
   return sum_over_processes(total);
+}
+
+void ReplicaManager::replica_step(Replica& r, const StepArgs& a) {
+  const Slice slice = replica_slice(a.global, a.n, global_rank(r.rank));
+  // Nothing in the step waits for the device before the read-back at its
+  // end (with sync_timing, the drains it asks for): counted where the build can.
+  StepStart start;
+  start.syncs = host_synchronizations_on_this_thread();
+  const std::optional<uint64_t> launches_at_start = host_launches_on_this_thread();
+  r.ctx->clear_marks();
+  start.data_mark = r.ctx->mark_time();
+  const auto [images, labels] = stage_slice(r, a, slice);
+  // Every step tells the graph its size: one at another size drops it.
+  if (r.cuda_graph.follows(a.global) && a.graphs)
+    graph_step(r, a, slice, images, labels, start);
+  else
+    eager_step(r, a, slice, images, labels, start);
+  r.times.steps += 1;
+  // After the read-back, so the step's whole share of launches is in.
+  if (launches_at_start) r.times.host_launches += *host_launches_on_this_thread() - *launches_at_start;
+}
+
+std::pair<Tensor, Tensor> ReplicaManager::stage_slice(Replica& r, const StepArgs& a, const Slice& slice) {
+  if (!r.device.is_cuda())
+    return {slice_to_device(a.batch.images, slice, *r.ctx), slice_to_device(a.batch.labels, slice, *r.ctx)};
+  BatchStaging::Slices staged = r.staging.take(*r.ctx, a.batch, slice);
+  if (staged.ahead) ++r.times.batches_ahead;
+  // Overlaps this step's compute; never allocates.
+  if (a.next && a.next->count > 0)
+    r.staging.copy_ahead(*r.ctx, *a.next, replica_slice(a.next->count, a.n, global_rank(r.rank)));
+  return {staged.images, staged.labels};
+}
+
+ReplicaManager::QueuedStep ReplicaManager::queue_step(Replica& r, const StepArgs& a, const Slice& slice,
+                                                      const Tensor& images, const Tensor& labels, const StepInfo& info,
+                                                      const float* lr_on_device) {
+  // Each bucket goes as soon as backward has finished every gradient in it.
+  ParameterArenas& arenas = r.model->arenas();
+  size_t next_bucket = 0;
+  GradReadyCallback on_ready;
+  if (a.n > 1)
+    on_ready = [&](int64_t first_ready) {
+      for (; next_bucket < r.buckets.size() && r.buckets[next_bucket].begin >= first_ready; ++next_bucket) {
+        const Bucket& b = r.buckets[next_bucket];
+        comm_->all_reduce_sum(r.rank, *r.ctx, arenas.grads.data() + b.begin, b.end - b.begin);
+      }
+    };
+  QueuedStep q;
+  q.result = r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(a.global), on_ready);
+  q.compute_end_mark = q.result.end_mark >= 0 ? q.result.end_mark : r.ctx->mark_time();
+  const double weight = static_cast<double>(slice.count) / static_cast<double>(a.global);
+  r.running_stats.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
+  if (a.n > 1) comm_->wait(r.rank, *r.ctx);
+  if (options_.context.sync_timing) r.ctx->synchronize();
+  q.update_mark = r.ctx->mark_time();
+  ops::sgd_step(*r.ctx, arenas, a.sgd, a.lr, lr_on_device);
+  return q;
+}
+
+void ReplicaManager::graph_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images,
+                                const Tensor& labels, const StepStart& start) {
+  // The batch slice and the per-step values go to the graph's fixed buffers
+  // first; the first time, the step is captured.
+  ReplicaGraph& g = r.cuda_graph;
+  g.stage(*r.ctx, images, labels, a.lr, a.step);
+  const int launch_mark = r.ctx->mark_time();
+  if (!g.captured()) {
+    const StepInfo info{options_.seed, a.step, slice.offset, g.step_on_device(), options_.label_smoothing};
+    StepCapture capture(*r.ctx);
+    TrainStepResult captured = queue_step(r, a, slice, g.images(), g.labels(), info, g.lr_on_device()).result;
+    g.keep(capture.finish(), std::move(captured));
+    ++r.times.graph_captures;
+  }
+  g.launch(*r.ctx);
+  ++r.times.graph_steps;
+  const int end_mark = r.ctx->mark_time();
+  start.count_syncs(r.times);
+  r.metrics = g.metrics();
+  if (!g.reads_back()) r.ctx->synchronize();
+  r.times.data += r.ctx->seconds_between(start.data_mark, launch_mark);
+  r.times.forward += r.ctx->seconds_between(launch_mark, end_mark);
+}
+
+void ReplicaManager::eager_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images,
+                                const Tensor& labels, const StepStart& start) {
+  const StepInfo info{options_.seed, a.step, slice.offset, nullptr, options_.label_smoothing};
+  QueuedStep q = queue_step(r, a, slice, images, labels, info, nullptr);
+  TrainStepResult& result = q.result;
+  const int end_mark = r.ctx->mark_time();
+  start.count_syncs(r.times);
+  // The step's one read-back: the metrics, and with them every mark.
+  r.metrics = result.metrics();
+  if (!result.read_back) r.ctx->synchronize();  // an empty slice queued no loss pass to wait for
+  const int forward_mark = result.forward_mark >= 0 ? result.forward_mark : q.compute_end_mark;
+  const int backward_mark = result.backward_mark >= 0 ? result.backward_mark : q.compute_end_mark;
+  r.times.data += r.ctx->seconds_between(start.data_mark, forward_mark);
+  r.times.forward += r.ctx->seconds_between(forward_mark, backward_mark);
+  r.times.backward += r.ctx->seconds_between(backward_mark, q.compute_end_mark);
+  // After backward: waiting for the all-reduces and the BN combination.
+  r.times.communication += r.ctx->seconds_between(q.compute_end_mark, q.update_mark);
+  r.times.update += r.ctx->seconds_between(q.update_mark, end_mark);
 }
 
 StepMetrics ReplicaManager::sum_over_processes(const StepMetrics& local) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "runtime/batch_source.h"
@@ -18,6 +19,8 @@
 #include "runtime/worker_thread.h"
 
 namespace lockstep {
+
+struct Slice;
 
 struct ReplicaOptions {
   size_t bucket_bytes = size_t(25) << 20;  // gradient all-reduce bucket size
@@ -151,6 +154,26 @@ private:
   void plan_step(const HostBatch& batch);
   // Metrics of this process's replicas summed with every other process's.
   StepMetrics sum_over_processes(const StepMetrics& local);
+
+  // A training step, top to bottom: train_step checks the batch and runs
+  // replica_step on every replica's thread, which stages the replica's slice
+  // on its device (stage_slice), then either replays the step from the
+  // replica's CUDA graph, capturing it the first time (graph_step), or
+  // queues it eagerly (eager_step). Both queue the same device work
+  // (queue_step: forward and backward with each gradient bucket summed as
+  // soon as it is final, the running statistics combined, the update), read
+  // the metrics back once, at the end, and add the phase times.
+  struct StepArgs;
+  struct QueuedStep;
+  struct StepStart;
+  void replica_step(Replica& r, const StepArgs& a);
+  std::pair<Tensor, Tensor> stage_slice(Replica& r, const StepArgs& a, const Slice& slice);
+  QueuedStep queue_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images, const Tensor& labels,
+                        const StepInfo& info, const float* lr_on_device);
+  void graph_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images, const Tensor& labels,
+                  const StepStart& start);
+  void eager_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images, const Tensor& labels,
+                  const StepStart& start);
 
   ReplicaOptions options_;
   std::unique_ptr<Communicator> comm_;

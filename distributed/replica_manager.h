@@ -114,6 +114,8 @@ public:
   // ReplicaOptions::cuda_graphs asked for and possible: GPU replicas, each on
   // a GPU of its own, in one process, without sync_timing.
   bool graphs_in_use() const;
+  // Two or more of this process's replicas run on one device (a GPU or the CPU).
+  bool replicas_share_a_device() const { return replicas_share_a_device_; }
 
   // One training step on a global batch in host memory. Returns the summed
   // metrics of all replicas. Throws one Error naming the replica and device

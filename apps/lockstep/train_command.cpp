@@ -606,7 +606,7 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
   ReplicaManager replicas(factory, devices, replica_options(s, world));
   if (first && s.cuda_graphs && !replicas.graphs_in_use())
     std::fprintf(stderr, "notice: --cuda-graphs: steps run eagerly, %s\n",
-                 replicas.size() > 1 && devices[0] == devices[1]
+                 replicas.replicas_share_a_device()
                      ? "since replicas sharing a GPU wait for it on the host in each gradient sum"
                      : "since a run across processes keeps its collectives eager for their watchdog");
   TrainerConfig config = trainer_config(s, train_data, loaders.train->normalization());

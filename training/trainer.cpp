@@ -1,5 +1,6 @@
 #include "training/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -37,8 +38,26 @@ CheckpointInfo Trainer::checkpoint_info() const {
   return info;
 }
 
+std::string Trainer::last_good_checkpoint() const {
+  // Named only when one was written (by this run or the one it resumes).
+  return config_.checkpoint_path.empty() || !std::filesystem::exists(config_.checkpoint_path)
+             ? std::string("; no checkpoint was written")
+             : "; the last good checkpoint is " + config_.checkpoint_path;
+}
+
 void Trainer::save(const std::string& path) {
-  // Every process holds the same model; the first one alone writes it.
+  // A step's loss is computed before its update, so the last updates of a
+  // diverging run can leave weights that are not finite while every loss was:
+  // such weights never replace a checkpoint. Every process holds the same
+  // model, so each finds the same and all stop together.
+  const std::vector<float> weights = replicas_.model(0).arenas().params.to_vector();
+  const bool finite = std::all_of(weights.begin(), weights.end(), [](float w) { return std::isfinite(w); });
+  if (!finite) {
+    train_.stop();
+    LS_FAIL("the weights are no longer finite after step ", step(), " (epoch ", epoch_ + (batch_in_epoch_ > 0 ? 1 : 0),
+            "): training diverged; try a lower --lr", last_good_checkpoint());
+  }
+  // The first process alone writes it.
   if (replicas_.process_rank() == 0) save_checkpoint(path, replicas_.model(0), checkpoint_info());
   if (on_checkpoint) on_checkpoint(path);
 }
@@ -96,11 +115,7 @@ bool Trainer::run() {
       if (!std::isfinite(step_loss)) {
         train_.stop();
         LS_FAIL("the loss became ", step_loss, " at step ", step(), " (epoch ", epoch_ + 1, ", batch ",
-                batch_in_epoch_ + 1, ", learning rate ", lr, "); try a lower --lr",
-                // Named only when one was written (by this run or the one it resumes).
-                config_.checkpoint_path.empty() || !std::filesystem::exists(config_.checkpoint_path)
-                    ? std::string("; no checkpoint was written")
-                    : "; the last good checkpoint is " + config_.checkpoint_path);
+                batch_in_epoch_ + 1, ", learning rate ", lr, "); try a lower --lr", last_good_checkpoint());
       }
       epoch_metrics += m;
       ++batch_in_epoch_;

@@ -87,7 +87,10 @@ public:
 
   Evaluation evaluate(BatchSource& data);
   CheckpointInfo checkpoint_info() const;
+  // Refuses (an Error, nothing written) weights that are no longer finite.
   void save(const std::string& path);
+  // "; the last good checkpoint is PATH", or "; no checkpoint was written": the end of a divergence's message.
+  std::string last_good_checkpoint() const;
 
   int64_t epoch() const { return epoch_; }
   int64_t step() const { return static_cast<int64_t>(replicas_.step()); }

@@ -631,6 +631,26 @@ class Cli(unittest.TestCase):
         self.assertEqual(losses["kept"], losses["off"])
         self.assertEqual(len(losses["kept"]), 6)
 
+    def test_weights_that_diverge_in_the_last_update_are_never_saved(self):
+        # lr 1e30, two steps: both losses are finite (each is computed before
+        # its update) but the second update leaves weights that are not (before:
+        # a checkpoint of NaN weights, exit 0, a test loss of -nan).
+        ck = self.path("ck.safetensors")
+        base = ["train", "--devices", "cpu", "--limit", "128", "--test-limit", "100", "--epochs", "1", "--lr"]
+        r = run(base + ["1e30", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("the weights are no longer finite after step 2 (epoch 1): training diverged; try a lower --lr; "
+                      "no checkpoint was written", r.stderr)
+        self.assertFalse(os.path.exists(ck))
+        # A good checkpoint first: a diverging resume keeps it and names it.
+        r = run(base + ["0.01", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kept = read_bytes(ck)
+        r = run(["train", "--resume", ck, "--epochs", "2", "--lr", "1e30"], self.tmp)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("training diverged; try a lower --lr; the last good checkpoint is " + ck, r.stderr)
+        self.assertEqual(read_bytes(ck), kept)
+
     def test_predict_takes_folders_and_writes_json_lines(self):
         self.need_pil()
         photos = self.path("photos")

@@ -61,7 +61,6 @@ function(lockstep_layer name)
   elseif(LOCKSTEP_GPU STREQUAL "emulated")
     # The kernels, compiled as C++ by the host compiler; the emulator's header
     # (force-included) supplies the CUDA built-ins and LS_LAUNCH.
-    target_compile_definitions(${name} PUBLIC LOCKSTEP_GPU_EMULATED=1)
     if(cuda_sources)
       set_source_files_properties(${cuda_sources} PROPERTIES LANGUAGE CXX
         COMPILE_OPTIONS "-x;c++;-include;${PROJECT_SOURCE_DIR}/emu/kernel/emu_kernel.h")

@@ -238,7 +238,7 @@ struct ReplicaManager::StepStart {
 
   // The step's synchronisations so far, added before its one read-back.
   void count_syncs(PhaseTimes& times) const {
-    if (syncs) times.host_syncs += *host_synchronizations_on_this_thread() - *syncs;
+    if (syncs) times.host_syncs = times.host_syncs.value_or(0) + (*host_synchronizations_on_this_thread() - *syncs);
   }
 };
 
@@ -258,7 +258,8 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   run_on_all([&](Replica& r) { replica_step(r, args); });
   ++step_;
   times_ = replicas_[0]->times;
-  for (auto& r : replicas_) times_.host_syncs = std::max(times_.host_syncs, r->times.host_syncs);
+  for (auto& r : replicas_)
+    if (r->times.host_syncs) times_.host_syncs = std::max(times_.host_syncs.value_or(0), *r->times.host_syncs);
   StepMetrics total;
   for (auto& r : replicas_) total += r->metrics;
   return sum_over_processes(total);
@@ -281,7 +282,8 @@ void ReplicaManager::replica_step(Replica& r, const StepArgs& a) {
     eager_step(r, a, slice, images, labels, start);
   r.times.steps += 1;
   // After the read-back, so the step's whole share of launches is in.
-  if (launches_at_start) r.times.host_launches += *host_launches_on_this_thread() - *launches_at_start;
+  if (launches_at_start)
+    r.times.host_launches = r.times.host_launches.value_or(0) + (*host_launches_on_this_thread() - *launches_at_start);
 }
 
 std::pair<Tensor, Tensor> ReplicaManager::stage_slice(Replica& r, const StepArgs& a, const Slice& slice) {

@@ -8,6 +8,7 @@
 // replica, so the replicas stay bit-identical without a broadcast.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -76,14 +77,14 @@ struct PhaseTimes {
   double update = 0.0;
   int64_t steps = 0;
   // Host synchronisations the steps made before their end-of-step read-back
-  // (the most of any replica), where the build counts them (the emulated GPU;
-  // runtime/host_syncs.h); 0 elsewhere. Zero unless sync_timing is set.
-  uint64_t host_syncs = 0;
+  // (the most of any replica), where the GPU runtime counts them
+  // (runtime/host_syncs.h); nullopt where it does not.
+  std::optional<uint64_t> host_syncs;
   // Work the steps queued on GPU streams from the host (kernels, library
   // calls, copies, event records and waits; runtime/host_syncs.h), summed
-  // over the steps, replica 0's; 0 where the build cannot count them.
+  // over the steps, replica 0's; nullopt where the runtime cannot count them.
   // Divided by `steps`: what one step asks of the host.
-  uint64_t host_launches = 0;
+  std::optional<uint64_t> host_launches;
   // Steps replayed from a CUDA graph (ReplicaOptions::cuda_graphs), and those
   // that captured one (also counted as replayed: they launch it). The whole
   // of a replayed step's device time counts as forward.

@@ -28,8 +28,6 @@
 #include "launch.h"
 #include "thread_state.h"
 
-#define LOCKSTEP_EMULATED_GPU 1
-
 // host_defines.h defines these as annotations for non-nvcc compilers; make
 // them plainly nothing (a __device__ lambda is an ordinary lambda).
 #undef __global__

@@ -104,3 +104,9 @@ Schedule schedule();
 void set_schedule(const Schedule& schedule);
 
 }  // namespace lockstep::emu
+
+// The per-thread host synchronisation and host launch counts above, under the
+// C names through which a GPU runtime offers them to the engine
+// (runtime/host_syncs.cpp looks for them; the CUDA runtime has none).
+extern "C" uint64_t lockstep_runtime_host_synchronizations_on_this_thread();
+extern "C" uint64_t lockstep_runtime_host_launches_on_this_thread();

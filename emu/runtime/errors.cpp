@@ -53,6 +53,10 @@ uint64_t host_launches_on_this_thread() { return detail::t_host_launches; }
 
 }  // namespace lockstep::emu
 
+uint64_t lockstep_runtime_host_synchronizations_on_this_thread() { return lockstep::emu::detail::t_host_syncs; }
+
+uint64_t lockstep_runtime_host_launches_on_this_thread() { return lockstep::emu::detail::t_host_launches; }
+
 using namespace lockstep::emu::detail;
 
 extern "C" {

@@ -70,15 +70,16 @@ constexpr size_t kSmallRest = 512, kLargeRest = kMiB;
 // Every block starts on a multiple of this (cudaMalloc gives 256).
 constexpr size_t kAlignment = 512;
 // Every block a cudaMalloc of its own, reused only for the same binned size,
-// on the emulated device under ASan and wherever LOCKSTEP_CUDA_ALLOCATOR is
-// `per-block`: the emulator allocates each from the host heap with redzones,
-// and compute-sanitizer's memcheck checks each cudaMalloc's bounds, so a
+// in a build under ASan and wherever LOCKSTEP_CUDA_ALLOCATOR is `per-block`:
+// a runtime whose device memory is host memory (the emulated GPU's) gives
+// each from the heap with ASan's redzones, and compute-sanitizer's memcheck
+// checks each cudaMalloc's bounds, so a
 // kernel running off the end of a tensor is reported, which it would not be
 // inside a shared segment. (Poisoning free blocks instead would report
 // stream-ordered reuse, where a block is freed while queued work on the same
 // stream still reads it, as an error.)
 bool split_segments() {
-#if LOCKSTEP_EMULATED_GPU && defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)
   return false;
 #else
   static const bool split = !cuda_allocator_per_block_mode(std::getenv("LOCKSTEP_CUDA_ALLOCATOR"));

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
+#include "emu_runtime.h"  // lockstep_emu_interface exports emu/runtime
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
+#include "emu_runtime.h"  // lockstep_emu_interface exports emu/runtime
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
+#include "emu_runtime.h"  // lockstep_emu_interface exports emu/runtime
 
 namespace {
 

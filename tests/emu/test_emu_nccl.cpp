@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "emu_runtime.h"  // lockstep_emu_cudart exports emu/runtime
+#include "emu_runtime.h"  // lockstep_emu_interface exports emu/runtime
 
 // Catch2's assertions are not thread-safe, and per_rank asserts on one thread
 // per rank: every assertion here records its result under one lock

@@ -18,7 +18,7 @@
 #include "support/replica_models.h"
 #include "support/run_outcome.h"
 
-#if LOCKSTEP_EMULATED_GPU
+#if LOCKSTEP_GPU_EMULATED
 #include "emu_runtime.h"
 #endif
 
@@ -61,12 +61,12 @@ TEST_CASE("the next batch copied ahead trains as the batch copied in its step", 
     for (const auto& [name, sample] : {std::pair{std::string("simple-cnn"), Shape{1, 12, 12}},
                                       std::pair{std::string("small-cnn"), Shape{1, 12, 12}}}) {
       INFO(name << " on " << devices << " device(s)");
-#if LOCKSTEP_EMULATED_GPU
+#if LOCKSTEP_GPU_EMULATED
       const uint64_t legacy = emu::legacy_stream_calls();
       const uint64_t during = emu::allocations_during_collectives();
 #endif
       Outcome with = train(name, sample, devices, true);
-#if LOCKSTEP_EMULATED_GPU
+#if LOCKSTEP_GPU_EMULATED
       CHECK(emu::legacy_stream_calls() == legacy);
       CHECK(emu::allocations_during_collectives() == during);
       // Waits for the device only at each step's read-back (one device

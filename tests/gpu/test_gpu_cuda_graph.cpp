@@ -54,11 +54,11 @@ Outcome train_on(const std::string& name, const Shape& sample, const std::vector
   Outcome out;
   std::vector<StepMetrics> metrics;
   for (size_t s = 0; s < batches.size(); ++s) {
-    const uint64_t before = manager.phase_times().host_launches;
+    const uint64_t before = manager.phase_times().host_launches.value_or(0);
     const float lr = 0.05f / static_cast<float>(s + 1);  // a schedule that changes every step
     const HostBatch* next = s + 1 < batches.size() ? &batches[s + 1] : nullptr;
     metrics.push_back(manager.train_step(batches[s], lr, sgd, next));
-    out.launches.push_back(manager.phase_times().host_launches - before);
+    out.launches.push_back(manager.phase_times().host_launches.value_or(0) - before);
   }
   REQUIRE(manager.replicas_identical());
   out.times = manager.phase_times();

@@ -10,7 +10,7 @@
 // the emulated build only.
 #include <catch2/catch.hpp>
 
-#if LOCKSTEP_EMULATED_GPU
+#if LOCKSTEP_GPU_EMULATED
 
 #include <string>
 #include <vector>
@@ -95,4 +95,4 @@ TEST_CASE("no replica allocates while a collective is in flight", "[gpu][plannin
   check_planned("resnet20", Shape{3, 8, 8}, true);
 }
 
-#endif  // LOCKSTEP_EMULATED_GPU
+#endif  // LOCKSTEP_GPU_EMULATED

@@ -181,7 +181,7 @@ TEST_CASE("gpu sgd writing the bf16 copy equals the cpu, padding and tail includ
       INFO("element " << i);
       REQUIRE(gb[i] == round_to_bf16(gw[i]));  // the copy is the device's own update, rounded
     }
-#if LOCKSTEP_EMULATED_GPU
+#if LOCKSTEP_GPU_EMULATED
     REQUIRE(gb == cb);  // the same arithmetic on the emulated GPU: the same bits
 #else
     require_close(gb, cb, 1.0 / 128, 0.0);  // an FMA may move a weight across a bf16 rounding boundary

@@ -110,7 +110,7 @@ TEST_CASE("a peer copy waits for the streams of both devices", "[gpu][sync-copie
   REQUIRE(on1.to_vector() == values(n, 3.0f));
 }
 
-#if LOCKSTEP_EMULATED_GPU
+#if LOCKSTEP_GPU_EMULATED
 TEST_CASE("a synchronous read waits for no other device and no legacy-stream work", "[gpu][sync-copies]") {
   const int64_t n = 64;
   Context ctx0(Device::cuda(0));
@@ -142,4 +142,4 @@ TEST_CASE("a synchronous read waits for no other device and no legacy-stream wor
   REQUIRE_FALSE(waited);
   REQUIRE(read == values(n, 2.0f));
 }
-#endif  // LOCKSTEP_EMULATED_GPU
+#endif  // LOCKSTEP_GPU_EMULATED

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -35,10 +36,20 @@ std::string human_bytes(size_t bytes) {
   return text;
 }
 
+// What cudaMalloc or cudaHostAlloc gave: nullptr when the memory ran out (the
+// caller may retry), an Error for any other failure.
+void* allocated_or_null(cudaError_t status, void* ptr, const char* call) {
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (status != cudaSuccess) cuda_detail::throw_status(call, status, __FILE__, __LINE__);
+  return ptr;
+}
+
 // cudaFree after the runtime has begun unloading (static destructors at exit)
 // reports cudaErrorCudartUnloading; the driver reclaims the memory then anyway.
-template <typename Free> void free_quietly_at_exit(Free free_call, void* ptr, const char* call) {
-  cudaError_t status = free_call(ptr);
+void free_quietly_at_exit(cudaError_t status, const char* call) {
   if (status == cudaErrorCudartUnloading) {
     cudaGetLastError();
     return;
@@ -46,11 +57,10 @@ template <typename Free> void free_quietly_at_exit(Free free_call, void* ptr, co
   if (status != cudaSuccess) cuda_detail::log_status(call, status, __FILE__, __LINE__);
 }
 
-// Waits for events and streams without any allocator lock held (see the
-// out-of-memory note in the header); failures are logged, not thrown: the
-// caller goes on to give memory back and retry.
-void wait_for(const std::vector<cudaStream_t>& streams, const std::vector<cudaEvent_t>& events) {
-  for (cudaStream_t stream : streams) LS_CUDA_LOG(cudaStreamSynchronize(stream));
+// Waits for events without any allocator lock held (see the out-of-memory
+// note in the header); failures are logged, not thrown: the caller goes on
+// to give memory back and retry.
+void wait_for(const std::vector<cudaEvent_t>& events) {
   for (cudaEvent_t event : events) LS_CUDA_LOG(cudaEventSynchronize(event));
 }
 
@@ -67,7 +77,7 @@ constexpr size_t kSegmentRounding = 2 * kMiB;
 // A block is split when at least this much would be left over; a smaller rest
 // stays with the block (at most 1 MiB wasted in the large pool).
 constexpr size_t kSmallRest = 512, kLargeRest = kMiB;
-// Every block starts on a multiple of this (cudaMalloc gives 256).
+// Every device block starts on a multiple of this (cudaMalloc gives 256).
 constexpr size_t kAlignment = 512;
 // Every block a cudaMalloc of its own, reused only for the same binned size,
 // in a build under ASan and wherever LOCKSTEP_CUDA_ALLOCATOR is `per-block`:
@@ -89,69 +99,99 @@ bool split_segments() {
 
 size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * step; }
 
-// The entry of `blocks` (keyed by start address) whose block holds `ptr`, or
-// end(): a view into a tensor names its block by an inner address.
-template <typename Map, typename SizeOf>
-typename Map::iterator block_holding(Map& blocks, const void* ptr, SizeOf size_of) {
-  char* p = const_cast<char*>(static_cast<const char*>(ptr));
-  auto it = blocks.upper_bound(p);
-  if (it == blocks.begin()) return blocks.end();
-  --it;
-  return p < it->first + size_of(it->second) ? it : blocks.end();
-}
-
-// The counts both CUDA allocators keep, under the mutex that guards their state.
-class CountingAllocator : public Allocator {
+// The memory of one GPU's allocator: cudaMalloc'd segments, split into
+// blocks that only the thread which created the segment reuses (the reuse
+// rule in the header).
+class DeviceMemory {
 public:
-  size_t current_bytes() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return current_;
+  static constexpr size_t alignment = kAlignment;
+
+  explicit DeviceMemory(int device) : device_(device) {}
+  Device device() const { return Device::cuda(device_); }
+  std::string name() const { return "cuda:" + std::to_string(device_); }
+  static bool splits() { return split_segments(); }
+  static std::thread::id owner() { return std::this_thread::get_id(); }
+
+  void* allocate(size_t bytes) const {
+    DeviceGuard guard(device_);
+    void* ptr = nullptr;
+    cudaError_t status = cudaMalloc(&ptr, bytes);
+    return allocated_or_null(status, ptr, "cudaMalloc(&ptr, size)");
   }
-  size_t peak_bytes() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return peak_;
+  void free(void* ptr) const {
+    DeviceGuard guard(device_);
+    free_quietly_at_exit(cudaFree(ptr), "cudaFree(ptr)");
   }
 
-protected:
-  void count_handed_out_locked(size_t size) {
-    current_ += size;
-    if (current_ > peak_) peak_ = current_;
+  // Everything that may still use a held block or hold the device's lock:
+  // the context streams of this device (the step's collectives among them)
+  // and the held blocks' events. See the header for why the out-of-memory
+  // retry waits for them before cudaFree.
+  void wait_for_work(const std::vector<cudaEvent_t>& events) const {
+    const BorrowedContextStreams streams(device_);  // none is destroyed while borrowed
+    DeviceGuard guard(device_);
+    for (cudaStream_t stream : streams.streams()) LS_CUDA_LOG(cudaStreamSynchronize(stream));
+    wait_for(events);
   }
-  mutable std::mutex mutex_;
-  size_t current_ = 0, peak_ = 0;
+
+  [[noreturn]] void fail_out_of_memory(size_t bytes, size_t in_use, size_t cached) const {
+    size_t free_bytes = 0, total_bytes = 0;
+    std::string device_line;
+    {
+      DeviceGuard guard(device_);
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+        device_line = "; the device has " + human_bytes(free_bytes) + " free of " + human_bytes(total_bytes);
+      else
+        cudaGetLastError();
+    }
+    LS_FAIL("out of memory on cuda:", device_, ": asked for ", bytes, " bytes (", human_bytes(bytes), ") with ",
+            in_use, " bytes (", human_bytes(in_use), ") in use and ", human_bytes(cached), " cached", device_line,
+            "; try a smaller batch (--batch) or a smaller model");
+  }
+
+private:
+  int device_;
 };
 
-// A block is a piece of a cudaMalloc'd segment; the blocks of one segment
-// form a list in address order, so a freed block finds its free neighbours.
-struct Block {
-  enum class State { free, allocated, held };
-  char* ptr = nullptr;
-  size_t size = 0;
-  State state = State::free;
-  bool small = false;
-  std::thread::id owner;  // the thread whose allocations may use the block
-  Block* prev = nullptr;
-  Block* next = nullptr;
-  StreamUses uses;  // streams other than the owner's that used it
-  bool whole_segment() const { return !prev && !next; }
-};
-
-struct BySize {
-  bool operator()(const Block* a, const Block* b) const {
-    return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
-  }
-};
-using FreeBlocks = std::set<Block*, BySize>;
-
-struct Pool {  // one thread's free blocks
-  FreeBlocks small, large;
-  FreeBlocks& of(bool is_small) { return is_small ? small : large; }
-};
-
-class CudaDeviceAllocator final : public CountingAllocator {
+// Page-locked host memory, portable to every device: each block a
+// cudaHostAlloc of its own, reused for the same binned size only. Any thread
+// may reuse a freed block: the host writes it directly, and every
+// asynchronous copy that reads or writes it records its stream.
+class PinnedMemory {
 public:
-  explicit CudaDeviceAllocator(int device) : device_(device) {}
-  ~CudaDeviceAllocator() override {
+  static constexpr size_t alignment = 1;  // never split: each block is a whole cudaHostAlloc
+
+  Device device() const { return Device::cpu(); }
+  std::string name() const { return "pinned"; }
+  static bool splits() { return false; }
+  static std::thread::id owner() { return {}; }
+
+  void* allocate(size_t bytes) const {
+    void* ptr = nullptr;
+    cudaError_t status = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
+    return allocated_or_null(status, ptr, "cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable)");
+  }
+  void free(void* ptr) const { free_quietly_at_exit(cudaFreeHost(ptr), "cudaFreeHost(ptr)"); }
+  // Only the copies of held blocks use pinned memory behind the host's back.
+  void wait_for_work(const std::vector<cudaEvent_t>& events) const { wait_for(events); }
+
+  [[noreturn]] void fail_out_of_memory(size_t bytes, size_t in_use, size_t /*cached*/) const {
+    LS_FAIL("out of pinned host memory: asked for ", bytes, " bytes (", human_bytes(bytes), ") with ",
+            human_bytes(in_use), " in use; try a smaller batch");
+  }
+};
+
+// The caching allocator over `Memory` (DeviceMemory or PinnedMemory, which
+// say where segments come from, whether they are split, which thread may
+// reuse a block and how running out is reported). Requests are rounded to
+// CachingAllocator's bins and served best-fit from the free blocks of the
+// owner's pool; a freed block that other streams still use is held back
+// until their events complete (the reuse rule in the header).
+template <typename Memory>
+class StreamCachingAllocator final : public Allocator {
+public:
+  explicit StreamCachingAllocator(Memory memory) : memory_(std::move(memory)) {}
+  ~StreamCachingAllocator() override {
     // At exit the runtime may be gone before this static; the driver reclaims
     // the memory then, and a destructor must not throw.
     try {
@@ -160,54 +200,57 @@ public:
     }
   }
 
-  Device device() const override { return Device::cuda(device_); }
+  Device device() const override { return memory_.device(); }
 
   void* allocate(size_t bytes) override {
-    size_t size = bytes > kHuge ? bytes : round_up(CachingAllocator::bin_size(bytes), kAlignment);
+    size_t size = bytes > kHuge ? bytes : round_up(CachingAllocator::bin_size(bytes), Memory::alignment);
     bool small = size <= kSmallRequest;
     std::unique_lock<std::mutex> lock(mutex_);
     poll_held_locked();
-    Block* block = take_free_locked(size, small);
-    if (!block) block = new_segment_locked(size, small);
-    if (!block && (reserved_ > current_ || !held_.empty())) {
+    auto block = take_free_locked(size, small);
+    if (block == blocks_.end()) block = new_segment_locked(size, small);
+    if (block == blocks_.end() && (reserved_ > current_ || !held_.empty())) {
       retry_after_out_of_memory(lock);
       block = take_free_locked(size, small);
-      if (!block) block = new_segment_locked(size, small);
+      if (block == blocks_.end()) block = new_segment_locked(size, small);
     }
-    if (!block) fail_out_of_memory(bytes);
+    if (block == blocks_.end()) memory_.fail_out_of_memory(bytes, current_, reserved_ - current_);
     split_locked(block, size);
-    block->state = Block::State::allocated;
-    live_.emplace(block->ptr, block);
-    count_handed_out_locked(block->size);
-    return block->ptr;
+    block->second.state = Block::State::allocated;
+    current_ += block->second.size;
+    if (current_ > peak_) peak_ = current_;
+    return block->first;
   }
 
   void deallocate(void* ptr, size_t /*bytes*/) override {
     if (!ptr) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = live_.find(static_cast<char*>(ptr));
-    if (it == live_.end()) {
+    auto it = blocks_.find(static_cast<char*>(ptr));
+    if (it == blocks_.end() || it->second.state != Block::State::allocated) {
       // Called from destructors: report instead of throwing.
-      std::fprintf(stderr, "lockstep: cuda:%d allocator asked to free %p, which it did not hand out\n", device_, ptr);
+      std::fprintf(stderr, "lockstep: %s allocator asked to free %p, which it did not hand out\n",
+                   memory_.name().c_str(), ptr);
       return;
     }
-    Block* block = it->second;
-    live_.erase(it);
-    current_ -= block->size;
-    if (block->uses.empty()) {
-      free_block_locked(block);
+    current_ -= it->second.size;
+    if (it->second.uses.empty()) {
+      free_block_locked(it);
     } else {
-      block->state = Block::State::held;
-      held_.push_back(block);
+      it->second.state = Block::State::held;
+      held_.push_back(it);
     }
   }
 
-  // False when `ptr` lies in no block this allocator handed out.
+  // False when `ptr` lies in no block this allocator handed out (a view into
+  // a tensor names its block by an inner address).
   bool record_stream(const void* ptr, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = block_holding(live_, ptr, [](const Block* block) { return block->size; });
-    if (it == live_.end()) return false;
-    it->second->uses.record(stream, events_);
+    char* p = const_cast<char*>(static_cast<const char*>(ptr));
+    auto it = blocks_.upper_bound(p);
+    if (it == blocks_.begin()) return false;
+    --it;
+    if (it->second.state != Block::State::allocated || p >= it->first + it->second.size) return false;
+    it->second.uses.record(stream, events_);
     return true;
   }
 
@@ -216,6 +259,14 @@ public:
     return {reserved_, segments_, held_.size(), oom_retries_};
   }
 
+  size_t current_bytes() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return current_;
+  }
+  size_t peak_bytes() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peak_;
+  }
   size_t cached_bytes() const override {
     std::lock_guard<std::mutex> lock(mutex_);
     return reserved_ - current_;
@@ -227,295 +278,168 @@ public:
   }
 
 private:
-  // Best fit among the calling thread's free blocks of the pool.
-  Block* take_free_locked(size_t size, bool small) {
-    auto pool = pools_.find(std::this_thread::get_id());
-    if (pool == pools_.end()) return nullptr;
-    FreeBlocks& blocks = pool->second.of(small);
-    Block probe;
-    probe.size = size;
-    auto it = blocks.lower_bound(&probe);
-    if (it == blocks.end() || (!split_segments() && (*it)->size != size)) return nullptr;
-    Block* block = *it;
-    blocks.erase(it);
-    return block;
+  // A piece of a segment; the blocks of one segment lie next to each other
+  // in `blocks_`, so a freed block finds its free neighbours there.
+  struct Block {
+    enum class State { free, allocated, held };
+    size_t size = 0;
+    State state = State::free;
+    bool small = false;
+    std::thread::id owner;  // the thread whose allocations may use the block
+    char* segment = nullptr;  // where its segment starts
+    size_t segment_size = 0;
+    StreamUses uses;  // streams other than the owner's that used it
+  };
+  using Blocks = std::map<char*, Block>;  // every block, by address
+  // One owner's free blocks, smallest first: (size, address).
+  using FreeBlocks = std::set<std::pair<size_t, char*>>;
+  struct Pool {
+    FreeBlocks small, large;
+    FreeBlocks& of(bool is_small) { return is_small ? small : large; }
+  };
+
+  FreeBlocks& pool_of(const Block& block) { return pools_[block.owner].of(block.small); }
+  static bool whole_segment(const Blocks::value_type& block) {
+    return block.first == block.second.segment && block.second.size == block.second.segment_size;
+  }
+
+  // Best fit among the calling thread's free blocks of the pool, or end().
+  typename Blocks::iterator take_free_locked(size_t size, bool small) {
+    auto pool = pools_.find(Memory::owner());
+    if (pool == pools_.end()) return blocks_.end();
+    FreeBlocks& free_blocks = pool->second.of(small);
+    auto it = free_blocks.lower_bound({size, nullptr});
+    if (it == free_blocks.end() || (!Memory::splits() && it->first != size)) return blocks_.end();
+    char* ptr = it->second;
+    free_blocks.erase(it);
+    return blocks_.find(ptr);
   }
 
   // A new segment for the calling thread, as one free block not yet in any
-  // pool; nullptr when the device is out of memory.
-  Block* new_segment_locked(size_t size, bool small) {
-    size_t segment = !split_segments()        ? size
+  // pool; end() when the memory has run out.
+  typename Blocks::iterator new_segment_locked(size_t size, bool small) {
+    size_t segment = !Memory::splits()        ? size
                      : small                   ? kSmallSegment
                      : size <= kMediumRequest ? kMediumSegment
                      : size > kHuge           ? size
                                               : round_up(size, kSegmentRounding);
-    void* ptr = raw_allocate(segment);
-    if (!ptr && segment > size) ptr = raw_allocate(segment = size);  // what fits rather than nothing
-    if (!ptr) return nullptr;
-    auto* block = new Block;
-    block->ptr = static_cast<char*>(ptr);
-    block->size = segment;
-    block->small = small;
-    block->owner = std::this_thread::get_id();
+    void* ptr = memory_.allocate(segment);
+    if (!ptr && segment > size) ptr = memory_.allocate(segment = size);  // what fits rather than nothing
+    if (!ptr) return blocks_.end();
     reserved_ += segment;
     ++segments_;
-    return block;
+    char* start = static_cast<char*>(ptr);
+    Block block;
+    block.size = segment;
+    block.small = small;
+    block.owner = Memory::owner();
+    block.segment = start;
+    block.segment_size = segment;
+    return blocks_.emplace(start, std::move(block)).first;
   }
 
   // Keeps `size` bytes of `block`; a rest worth keeping becomes a free block.
-  void split_locked(Block* block, size_t size) {
-    size_t rest = block->size - size;
-    if (!split_segments() || rest < (block->small ? kSmallRest : kLargeRest)) return;
-    auto* tail = new Block;
-    tail->ptr = block->ptr + size;
-    tail->size = rest;
-    tail->small = block->small;
-    tail->owner = block->owner;
-    tail->prev = block;
-    tail->next = block->next;
-    if (block->next) block->next->prev = tail;
-    block->next = tail;
-    block->size = size;
-    pools_[tail->owner].of(tail->small).insert(tail);
+  void split_locked(typename Blocks::iterator block, size_t size) {
+    size_t rest = block->second.size - size;
+    if (!Memory::splits() || rest < (block->second.small ? kSmallRest : kLargeRest)) return;
+    Block tail;
+    tail.size = rest;
+    tail.small = block->second.small;
+    tail.owner = block->second.owner;
+    tail.segment = block->second.segment;
+    tail.segment_size = block->second.segment_size;
+    block->second.size = size;
+    pool_of(tail).emplace(rest, block->first + size);
+    blocks_.emplace_hint(std::next(block), block->first + size, std::move(tail));
+  }
+
+  // Whether `it` is a free block of the segment of `block`.
+  bool free_in_segment(typename Blocks::iterator it, const Block& block) const {
+    return it != blocks_.end() && it->second.segment == block.segment && it->second.state == Block::State::free;
   }
 
   // Marks a block free, merges it with free neighbours and files it in its owner's pool.
-  void free_block_locked(Block* block) {
-    block->state = Block::State::free;
-    FreeBlocks& blocks = pools_[block->owner].of(block->small);
-    if (Block* prev = block->prev; prev && prev->state == Block::State::free) {
-      blocks.erase(prev);
-      absorb_next(prev);
-      block = prev;
-    }
-    if (Block* next = block->next; next && next->state == Block::State::free) {
-      blocks.erase(next);
+  void free_block_locked(typename Blocks::iterator block) {
+    block->second.state = Block::State::free;
+    FreeBlocks& free_blocks = pool_of(block->second);
+    if (block != blocks_.begin() && free_in_segment(std::prev(block), block->second)) {
+      block = std::prev(block);
+      free_blocks.erase({block->second.size, block->first});
       absorb_next(block);
     }
-    blocks.insert(block);
+    if (auto next = std::next(block); free_in_segment(next, block->second)) {
+      free_blocks.erase({next->second.size, next->first});
+      absorb_next(block);
+    }
+    free_blocks.emplace(block->second.size, block->first);
   }
 
   // `block` takes over the block after it in its segment.
-  static void absorb_next(Block* block) {
-    Block* next = block->next;
-    block->size += next->size;
-    block->next = next->next;
-    if (next->next) next->next->prev = block;
-    delete next;
+  void absorb_next(typename Blocks::iterator block) {
+    auto next = std::next(block);
+    block->second.size += next->second.size;
+    blocks_.erase(next);
   }
 
   // Frees the held blocks whose streams have finished with them; never blocks.
   void poll_held_locked() {
     for (size_t i = 0; i < held_.size();) {
-      if (!held_[i]->uses.poll(events_)) {
+      if (!held_[i]->second.uses.poll(events_)) {
         ++i;
         continue;
       }
-      Block* block = held_[i];
+      auto block = held_[i];
       held_[i] = held_.back();
       held_.pop_back();
       free_block_locked(block);
     }
   }
 
-  // Gives every segment that is one free block back to the device.
+  // Gives every segment that is one free block back.
   void release_free_segments_locked() {
-    DeviceGuard guard(device_);
     for (auto& [owner, pool] : pools_) {
-      for (FreeBlocks* blocks : {&pool.small, &pool.large}) {
-        for (auto it = blocks->begin(); it != blocks->end();) {
-          Block* block = *it;
-          if (!block->whole_segment()) {
+      for (FreeBlocks* free_blocks : {&pool.small, &pool.large}) {
+        for (auto it = free_blocks->begin(); it != free_blocks->end();) {
+          auto block = blocks_.find(it->second);
+          if (!whole_segment(*block)) {
             ++it;
             continue;
           }
-          free_quietly_at_exit(cudaFree, block->ptr, "cudaFree(ptr)");
-          reserved_ -= block->size;
+          memory_.free(block->first);
+          reserved_ -= block->second.size;
           --segments_;
-          delete block;
-          it = blocks->erase(it);
+          blocks_.erase(block);
+          it = free_blocks->erase(it);
         }
       }
     }
   }
 
-  // cudaMalloc failed with memory cached: wait, with the mutex released, for
-  // this device's context streams (the step's collectives among them) and for
-  // the held blocks' events, then give every free segment back. See the
-  // header for why the wait comes before cudaFree.
+  // The memory ran out with some cached: wait, with the mutex released, for
+  // what may still use held blocks, then give every free segment back.
   void retry_after_out_of_memory(std::unique_lock<std::mutex>& lock) {
     ++oom_retries_;
     std::vector<cudaEvent_t> events;
-    for (Block* block : held_)
-      for (cudaEvent_t event : block->uses.events()) events.push_back(event);
+    for (auto block : held_)
+      for (cudaEvent_t event : block->second.uses.events()) events.push_back(event);
     lock.unlock();
-    {
-      const BorrowedContextStreams streams(device_);  // none is destroyed while borrowed
-      DeviceGuard guard(device_);
-      wait_for(streams.streams(), events);
-    }
+    memory_.wait_for_work(events);
     lock.lock();
     poll_held_locked();
     release_free_segments_locked();
   }
 
-  // Returns nullptr when the device is out of memory; throws on any other failure.
-  void* raw_allocate(size_t size) {
-    DeviceGuard guard(device_);
-    void* ptr = nullptr;
-    cudaError_t status = cudaMalloc(&ptr, size);
-    if (status == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      return nullptr;
-    }
-    if (status != cudaSuccess) cuda_detail::throw_status("cudaMalloc(&ptr, size)", status, __FILE__, __LINE__);
-    return ptr;
-  }
-
-  [[noreturn]] void fail_out_of_memory(size_t bytes) {
-    size_t free_bytes = 0, total_bytes = 0;
-    std::string device_line;
-    {
-      DeviceGuard guard(device_);
-      if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
-        device_line = "; the device has " + human_bytes(free_bytes) + " free of " + human_bytes(total_bytes);
-      else
-        cudaGetLastError();
-    }
-    LS_FAIL("out of memory on cuda:", device_, ": asked for ", bytes, " bytes (", human_bytes(bytes), ") with ",
-            current_, " bytes (", human_bytes(current_), ") in use and ", human_bytes(reserved_ - current_),
-            " cached", device_line, "; try a smaller batch (--batch) or a smaller model");
-  }
-
-  int device_;
+  const Memory memory_;
+  mutable std::mutex mutex_;
+  Blocks blocks_;
   std::map<std::thread::id, Pool> pools_;
-  std::map<char*, Block*> live_;  // handed out, by address (record_stream finds a view's block)
-  std::vector<Block*> held_;      // freed, waiting for their streams
+  std::vector<typename Blocks::iterator> held_;  // freed, waiting for their streams
   EventPool events_;
-  size_t reserved_ = 0, segments_ = 0, oom_retries_ = 0;
+  size_t current_ = 0, peak_ = 0, reserved_ = 0, segments_ = 0, oom_retries_ = 0;
 };
 
-// Page-locked host memory in CachingAllocator's bins, with the event rule:
-// a freed block that an asynchronous copy still reads or writes is held back.
-class PinnedHostAllocator final : public CountingAllocator {
-public:
-  ~PinnedHostAllocator() override { release_cached(); }
-  Device device() const override { return Device::cpu(); }
-
-  void* allocate(size_t bytes) override {
-    size_t size = CachingAllocator::bin_size(bytes);
-    std::unique_lock<std::mutex> lock(mutex_);
-    poll_held_locked();
-    void* ptr = nullptr;
-    if (auto it = free_.find(size); it != free_.end()) {
-      ptr = it->second;
-      free_.erase(it);
-      cached_ -= size;
-    } else {
-      ptr = raw_allocate(size);
-      if (!ptr && (!free_.empty() || !held_.empty())) {
-        // Out of memory: wait for the copies of held blocks (unlocked, as the
-        // device allocator does), give the cache back and try once more.
-        std::vector<cudaEvent_t> events;
-        for (auto& [p, block] : held_)
-          for (cudaEvent_t event : block.uses.events()) events.push_back(event);
-        lock.unlock();
-        wait_for({}, events);
-        lock.lock();
-        poll_held_locked();
-        release_free_locked();
-        ptr = raw_allocate(size);
-      }
-      LS_CHECK(ptr != nullptr, "out of pinned host memory: asked for ", bytes, " bytes (", human_bytes(bytes),
-               ") with ", human_bytes(current_), " in use; try a smaller batch");
-    }
-    live_.emplace(static_cast<char*>(ptr), Block{size, {}});
-    count_handed_out_locked(size);
-    return ptr;
-  }
-
-  void deallocate(void* ptr, size_t /*bytes*/) override {
-    if (!ptr) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = live_.find(static_cast<char*>(ptr));
-    if (it == live_.end()) {
-      std::fprintf(stderr, "lockstep: pinned allocator asked to free %p, which it did not hand out\n", ptr);
-      return;
-    }
-    current_ -= it->second.size;
-    cached_ += it->second.size;
-    if (it->second.uses.empty())
-      free_.emplace(it->second.size, ptr);
-    else
-      held_.emplace(it->first, std::move(it->second));
-    live_.erase(it);
-  }
-
-  bool record_stream(const void* ptr, cudaStream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = block_holding(live_, ptr, [](const Block& block) { return block.size; });
-    if (it == live_.end()) return false;
-    it->second.uses.record(stream, events_);
-    return true;
-  }
-
-  size_t held_blocks() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return held_.size();
-  }
-  size_t cached_bytes() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return cached_;
-  }
-  void release_cached() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    poll_held_locked();
-    release_free_locked();
-  }
-
-private:
-  struct Block {
-    size_t size;
-    StreamUses uses;
-  };
-
-  void poll_held_locked() {
-    for (auto it = held_.begin(); it != held_.end();) {
-      if (!it->second.uses.poll(events_)) {
-        ++it;
-        continue;
-      }
-      free_.emplace(it->second.size, it->first);
-      it = held_.erase(it);
-    }
-  }
-
-  void release_free_locked() {
-    for (auto& [size, ptr] : free_) {
-      free_quietly_at_exit(cudaFreeHost, ptr, "cudaFreeHost(ptr)");
-      cached_ -= size;
-    }
-    free_.clear();
-  }
-
-  static void* raw_allocate(size_t bytes) {
-    void* ptr = nullptr;
-    cudaError_t status = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
-    if (status == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      return nullptr;
-    }
-    if (status != cudaSuccess)
-      cuda_detail::throw_status("cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable)", status, __FILE__, __LINE__);
-    return ptr;
-  }
-
-  std::multimap<size_t, void*> free_;
-  std::map<char*, Block> live_;  // by address, so a view's block is found
-  std::map<char*, Block> held_;  // freed, waiting for their copies
-  EventPool events_;
-  size_t cached_ = 0;
-};
+using CudaDeviceAllocator = StreamCachingAllocator<DeviceMemory>;
+using PinnedHostAllocator = StreamCachingAllocator<PinnedMemory>;
 
 std::shared_ptr<CudaDeviceAllocator> device_allocator(int device) {
   static std::mutex mutex;
@@ -527,12 +451,12 @@ std::shared_ptr<CudaDeviceAllocator> device_allocator(int device) {
                                    : std::to_string(count) + " CUDA device(s) are visible";
   LS_CHECK(device >= 0 && device < count && device < static_cast<int>(table.size()), "cuda:", device,
            " asked for, but ", visible);
-  table[device] = std::make_shared<CudaDeviceAllocator>(device);
+  table[device] = std::make_shared<CudaDeviceAllocator>(DeviceMemory(device));
   return table[device];
 }
 
 std::shared_ptr<PinnedHostAllocator> pinned_allocator() {
-  static auto pinned = std::make_shared<PinnedHostAllocator>();
+  static auto pinned = std::make_shared<PinnedHostAllocator>(PinnedMemory());
   return pinned;
 }
 
@@ -574,7 +498,7 @@ void cuda_record_stream(const void* ptr, cudaStream_t stream) {
 
 CudaAllocatorStats cuda_allocator_stats(int device) { return device_allocator(device)->stats(); }
 
-size_t cuda_pinned_held_blocks() { return pinned_allocator()->held_blocks(); }
+size_t cuda_pinned_held_blocks() { return pinned_allocator()->stats().held_blocks; }
 
 bool cuda_allocator_splits_segments() { return split_segments(); }
 

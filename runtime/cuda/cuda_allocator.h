@@ -52,8 +52,10 @@
 // (runtime/cuda/context_streams.h) and for the events of held-back blocks; only then does it cudaFree the free segments, with nothing of this
 // device's left in flight for cudaFree to wait on.
 //
-// Pinned host memory (cudaHostAlloc, portable to every device) is binned like
-// CachingAllocator, with the event rule above.
+// Pinned host memory (cudaHostAlloc, portable to every device) is served by
+// the same allocator with every block allocated alone and reused for its
+// binned size only (as LOCKSTEP_CUDA_ALLOCATOR=per-block does for devices),
+// by any thread, with the event rule above.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>

@@ -97,6 +97,24 @@ TEST_CASE("gpu pinned allocator gives host memory that round-trips through the d
   REQUIRE(std::memcmp(back.data(), values.data(), 1000 * sizeof(float)) == 0);
 }
 
+TEST_CASE("gpu pinned allocator hands a freed block to any thread, never split", "[gpu][allocator]") {
+  auto pinned = cuda_pinned_allocator();
+  const size_t bytes = 3000;
+  void* mine = pinned->allocate(bytes);
+  REQUIRE(pinned->current_bytes() >= CachingAllocator::bin_size(bytes));
+  pinned->deallocate(mine, bytes);
+  // Unlike a device block, a pinned one is not kept for the thread that allocated it.
+  void* theirs = nullptr;
+  std::thread other([&] { theirs = pinned->allocate(bytes); });
+  other.join();
+  CHECK(theirs == mine);
+  // A smaller request is not cut from a larger free block.
+  pinned->deallocate(theirs, bytes);
+  void* small = pinned->allocate(100);
+  CHECK(small != mine);
+  pinned->deallocate(small, 100);
+}
+
 TEST_CASE("gpu copies and fills move every byte between host and devices", "[gpu][memory]") {
   std::vector<float> values(12345);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.25f;

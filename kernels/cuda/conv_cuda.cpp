@@ -13,11 +13,25 @@ namespace {
 const float kOne = 1.0f;
 const float kZero = 0.0f;
 
-// The three calls, for float (FLOAT_CONFIG) and bf16 (PSEUDO_BFLOAT16_CONFIG)
-// tensors alike; `beta` blends onto what the output holds.
+// An empty batch has a zero weight gradient and nothing for cuDNN to do.
+template <typename D> bool zeroed_for_empty_batch(CudaLibraries& state, const ConvGeometry& g, D* dw) {
+  if (g.batch != 0) return false;
+  LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(D) * g.weight_numel(), state.compute_stream));
+  return true;
+}
+}  // namespace
+
 template <typename T>
-void forward(CudaLibraries& state, const ConvGeometry& g, const T* x, const T* w, T* y, const float* beta,
-             ConvFormats formats) {
+void conv2d_forward(CudaLibraries& state, const ConvGeometry& g, const T* x, const T* w, ConvBias<T> bias, T* y,
+                    ConvFormats formats) {
+  if (g.batch == 0) return;
+  const int64_t spatial = g.out_h * g.out_w;
+  // `beta` blends the convolution onto what y holds: the broadcast bf16 bias.
+  const float* beta = &kZero;
+  if constexpr (std::is_same_v<T, bf16_bits>) {
+    broadcast_bias_bf16(state.compute_stream, bias, y, g.batch, g.out_channels, spatial, formats.images);
+    if (bias.data) beta = &kOne;
+  }
   ConvPlan& plan = state.plans->conv(g, formats.images, formats.filter, cudnn_data_type<T>());
   // A blending call must not let the search overwrite what y holds.
   const ConvAlgorithm& a =
@@ -27,11 +41,15 @@ void forward(CudaLibraries& state, const ConvGeometry& g, const T* x, const T* w
                                          plan.desc(ConvDirection::forward),
                                          static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace, a.workspace_bytes,
                                          beta, plan.y.get(), y));
+  if constexpr (std::is_same_v<T, float>) {
+    if (bias) add_channel_bias(state.compute_stream, y, bias, g.batch, g.out_channels, spatial, formats.images);
+  }
 }
 
 template <typename T>
-void backward_data(CudaLibraries& state, const ConvGeometry& g, const T* dy, const T* w, T* dx, bool accumulate,
-                   ConvFormats formats) {
+void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const T* dy, const T* w, T* dx, bool accumulate,
+                          ConvFormats formats) {
+  if (g.batch == 0) return;
   ConvPlan& plan = state.plans->conv(g, formats.images, formats.filter, cudnn_data_type<T>());
   // An accumulating call must not let the search overwrite what dx holds.
   const ConvAlgorithm& a =
@@ -44,8 +62,9 @@ void backward_data(CudaLibraries& state, const ConvGeometry& g, const T* dy, con
 }
 
 template <typename T>
-void backward_filter(CudaLibraries& state, const ConvGeometry& g, const T* x, const T* dy, T* dw,
-                     ConvFormats formats) {
+void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const T* x, const T* dy, T* dw,
+                            ConvFormats formats) {
+  if (zeroed_for_empty_batch(state, g, dw)) return;
   ConvPlan& plan = state.plans->conv(g, formats.images, formats.filter, cudnn_data_type<T>());
   const ConvAlgorithm& a = conv_algorithm(state, plan, ConvDirection::backward_filter, {x, nullptr, dy, dw});
   void* workspace = state.workspace(a.workspace_bytes);
@@ -55,52 +74,24 @@ void backward_filter(CudaLibraries& state, const ConvGeometry& g, const T* x, co
                                                 a.workspace_bytes, &kZero, plan.w.get(), dw));
 }
 
-}  // namespace
-
-void conv2d_forward(CudaLibraries& state, const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, ConvFormats formats) {
-  if (g.batch == 0) return;
-  forward(state, g, x, w, y, &kZero, formats);
-  if (bias) add_channel_bias(state.compute_stream, y, bias, g.batch, g.out_channels, g.out_h * g.out_w,
-                              formats.images);
-}
-
-void conv2d_forward(CudaLibraries& state, const ConvGeometry& g, const bf16_bits* x, const bf16_bits* w,
-                    BiasRef bias, bf16_bits* y, ConvFormats formats) {
-  if (g.batch == 0) return;
-  broadcast_bias_bf16(state.compute_stream, bias, y, g.batch, g.out_channels, g.out_h * g.out_w, formats.images);
-  forward(state, g, x, w, y, bias.data ? &kOne : &kZero, formats);
-}
-
-void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const float* dy, const float* w, float* dx,
-                          bool accumulate, ConvFormats formats) {
-  if (g.batch == 0) return;
-  backward_data(state, g, dy, w, dx, accumulate, formats);
-}
-
-void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const bf16_bits* dy, const bf16_bits* w,
-                          bf16_bits* dx, bool accumulate, ConvFormats formats) {
-  if (g.batch == 0) return;
-  backward_data(state, g, dy, w, dx, accumulate, formats);
-}
-
-void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            ConvFormats formats) {
-  if (g.batch == 0) {
-    LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * g.weight_numel(), state.compute_stream));
-    return;
-  }
-  backward_filter(state, g, x, dy, dw, formats);
-}
-
 void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const bf16_bits* x, const bf16_bits* dy,
                             float* dw, bf16_bits* dw_bf16, ConvFormats formats) {
-  if (g.batch == 0) {
-    LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * g.weight_numel(), state.compute_stream));
-    return;
-  }
-  backward_filter(state, g, x, dy, dw_bf16, formats);
+  if (zeroed_for_empty_batch(state, g, dw)) return;
+  conv2d_backward_filter(state, g, x, dy, dw_bf16, formats);
   convert_stored(state.compute_stream, dw_bf16, dw, g.weight_numel());
 }
+
+template void conv2d_forward(CudaLibraries&, const ConvGeometry&, const float*, const float*, ConvBias<float>, float*,
+                             ConvFormats);
+template void conv2d_forward(CudaLibraries&, const ConvGeometry&, const bf16_bits*, const bf16_bits*,
+                             ConvBias<bf16_bits>, bf16_bits*, ConvFormats);
+template void conv2d_backward_data(CudaLibraries&, const ConvGeometry&, const float*, const float*, float*, bool,
+                                   ConvFormats);
+template void conv2d_backward_data(CudaLibraries&, const ConvGeometry&, const bf16_bits*, const bf16_bits*,
+                                   bf16_bits*, bool, ConvFormats);
+template void conv2d_backward_filter(CudaLibraries&, const ConvGeometry&, const float*, const float*, float*,
+                                     ConvFormats);
+template void conv2d_backward_filter(CudaLibraries&, const ConvGeometry&, const bf16_bits*, const bf16_bits*,
+                                     bf16_bits*, ConvFormats);
 
 }  // namespace lockstep::cuda

@@ -83,9 +83,8 @@ constexpr size_t kAlignment = 512;
 // in a build under ASan and wherever LOCKSTEP_CUDA_ALLOCATOR is `per-block`:
 // a runtime whose device memory is host memory (the emulated GPU's) gives
 // each from the heap with ASan's redzones, and compute-sanitizer's memcheck
-// checks each cudaMalloc's bounds, so a
-// kernel running off the end of a tensor is reported, which it would not be
-// inside a shared segment. (Poisoning free blocks instead would report
+// checks each cudaMalloc's bounds, so a kernel running off the end of a
+// tensor is reported, which it would not be inside a shared segment. (Poisoning free blocks instead would report
 // stream-ordered reuse, where a block is freed while queued work on the same
 // stream still reads it, as an error.)
 bool split_segments() {

@@ -17,7 +17,7 @@ using lockstep::testing::layer_compare::compare_layer;
 using lockstep::testing::random_tensor;
 using lockstep::testing::require_close;
 
-TEST_CASE("gpu batchnorm2d equals the cpu reference", "[gpu][layers][batchnorm][handwritten]") {
+TEST_CASE("gpu batchnorm2d equals the cpu reference", "[gpu][layers][batchnorm2d][handwritten]") {
   for (int64_t batch : {1, 3, 8}) {
     compare_layer([] { return std::make_unique<BatchNorm2d>(); }, {Shape{3, 5, 7}}, batch, 30);
     compare_layer([] { return std::make_unique<BatchNorm2d>(); }, {Shape{5, 4, 4}}, batch, 31);
@@ -32,7 +32,7 @@ TEST_CASE("gpu batchnorm2d equals the cpu reference", "[gpu][layers][batchnorm][
   compare_layer([] { return std::make_unique<BatchNorm2d>(); }, {Shape{4, 1, 1}}, 2, 35);
 }
 
-TEST_CASE("gpu running-statistics update equals the cpu reference", "[gpu][batchnorm][handwritten]") {
+TEST_CASE("gpu running-statistics update equals the cpu reference", "[gpu][batchnorm2d][handwritten]") {
   Context cpu_ctx(Device::cpu()), gpu_ctx(Device::cuda(0));
   const int64_t c = 7;
   for (int64_t values : {int64_t(1), int64_t(0), int64_t(50)}) {
@@ -51,7 +51,7 @@ TEST_CASE("gpu running-statistics update equals the cpu reference", "[gpu][batch
   }
 }
 
-TEST_CASE("gpu batch statistics of an empty batch are zero", "[gpu][batchnorm][handwritten]") {
+TEST_CASE("gpu batch statistics of an empty batch are zero", "[gpu][batchnorm2d][handwritten]") {
   Context ctx(Device::cuda(0));
   Device d = Device::cuda(0);
   Tensor x = Tensor::empty(Shape{0, 3, 4, 4}, d), y = Tensor::empty(Shape{0, 3, 4, 4}, d);

@@ -15,7 +15,7 @@ using lockstep::testing::random_values;
 using lockstep::testing::require_close;
 using lockstep::testing::require_close_scaled;
 
-TEST_CASE("bf16 batch norm on the gpu matches the fp32 cpu op within one bf16 step, rarely", "[gpu][bf16][batchnorm]") {
+TEST_CASE("bf16 batch norm on the gpu matches the fp32 cpu op within one bf16 step, rarely", "[gpu][bf16][batchnorm2d]") {
   Context gpu(Device::cuda(0));
   Context cpu(Device::cpu());
   // Channel 0 has a mean 1000 times its spread: bf16 keeps 8 bits, so its
@@ -88,7 +88,7 @@ TEST_CASE("bf16 batch norm on the gpu matches the fp32 cpu op within one bf16 st
   }
 }
 
-TEST_CASE("bf16 batch-norm inference on the gpu equals the fp32 cpu op bit for bit", "[gpu][bf16][batchnorm]") {
+TEST_CASE("bf16 batch-norm inference on the gpu equals the fp32 cpu op bit for bit", "[gpu][bf16][batchnorm2d]") {
   Context gpu(Device::cuda(0));
   Context cpu(Device::cpu());
   for (MemoryFormat format : {MemoryFormat::nchw, MemoryFormat::nhwc}) {
@@ -108,7 +108,7 @@ TEST_CASE("bf16 batch-norm inference on the gpu equals the fp32 cpu op bit for b
   }
 }
 
-TEST_CASE("the bf16 bound rejects truncation and bf16 intermediates", "[gpu][bf16][batchnorm]") {
+TEST_CASE("the bf16 bound rejects truncation and bf16 intermediates", "[gpu][bf16][batchnorm2d]") {
   // The batch-norm output of the test above, formed on the CPU three ways:
   // rounded once (the contract), truncated, and with xhat rounded to bf16
   // before gamma and beta are applied. Only the first meets the bound.

@@ -101,7 +101,7 @@ Body sync_batchnorm_body(const Shape& s) {
 
 }  // namespace
 
-TEST_CASE("gpu nhwc batch norm, plain and fused, equals nchw", "[gpu][memory-format][batchnorm]") {
+TEST_CASE("gpu nhwc batch norm, plain and fused, equals nchw", "[gpu][memory-format][batchnorm2d]") {
   for (const Shape& s : kImages)
     for (Fused f : {Fused::none, Fused::relu, Fused::add_relu}) {
       INFO("shape " << s.str() << ", fused " << static_cast<int>(f));
@@ -109,7 +109,7 @@ TEST_CASE("gpu nhwc batch norm, plain and fused, equals nchw", "[gpu][memory-for
     }
 }
 
-TEST_CASE("gpu nhwc synchronised batch norm equals nchw", "[gpu][memory-format][batchnorm][sync-bn]") {
+TEST_CASE("gpu nhwc synchronised batch norm equals nchw", "[gpu][memory-format][batchnorm2d][sync-bn]") {
   for (const Shape& s : kImages) {
     INFO("shape " << s.str());
     check_formats(sync_batchnorm_body(s), true);

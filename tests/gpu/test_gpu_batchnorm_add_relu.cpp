@@ -8,7 +8,7 @@ using namespace lockstep::testing::fused_bn;
 using lockstep::testing::require_close_scaled;
 
 TEST_CASE("gpu fused batch norm + add + relu equals the unfused kernels and the cpu",
-          "[gpu][batchnorm][fused][handwritten]") {
+          "[gpu][batchnorm2d][fused][handwritten]") {
   for (const Shape& shape : shapes) {
     INFO("shape " << shape.str());
     const testing::BnAddReluResult gpu = testing::check_fused_bn_add_relu(Device::cuda(0), shape, 11);

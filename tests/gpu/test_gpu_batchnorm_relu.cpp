@@ -7,7 +7,7 @@ using namespace lockstep;
 using namespace lockstep::testing::fused_bn;
 using lockstep::testing::require_close_scaled;
 
-TEST_CASE("gpu fused batch norm + relu equals the unfused kernels and the cpu", "[gpu][batchnorm][fused][handwritten]") {
+TEST_CASE("gpu fused batch norm + relu equals the unfused kernels and the cpu", "[gpu][batchnorm2d][fused][handwritten]") {
   for (const Shape& shape : shapes) {
     INFO("shape " << shape.str());
     const testing::BnReluResult gpu = testing::check_fused_bn_relu(Device::cuda(0), shape, 11);

@@ -59,7 +59,8 @@ TEST_CASE("f32 to bf16 conversion and rounding on the gpu equal the cpu's, ties 
   REQUIRE(std::isinf(rounded_cpu[1006]));
 }
 
-TEST_CASE("bf16 relu, add, copy and dropout on the gpu equal the fp32 cpu ops bit for bit", "[gpu][bf16]") {
+TEST_CASE("bf16 relu, add, copy and dropout on the gpu equal the fp32 cpu ops bit for bit",
+          "[gpu][bf16][relu][add][tensor_ops][dropout]") {
   Context gpu(Device::cuda(0));
   Context cpu(Device::cpu());
   for (int64_t n : {1, 3, 5, 17, 1001, 4099}) {
@@ -113,7 +114,8 @@ TEST_CASE("bf16 relu, add, copy and dropout on the gpu equal the fp32 cpu ops bi
   }
 }
 
-TEST_CASE("bf16 ops refuse mixed dtypes, bf16 on the cpu and bf16 batch-norm parameters", "[gpu][bf16]") {
+TEST_CASE("bf16 ops refuse mixed dtypes, bf16 on the cpu and bf16 batch-norm parameters",
+          "[gpu][bf16][relu][add][batchnorm2d][loss]") {
   Context gpu(Device::cuda(0));
   Context cpu(Device::cpu());
   const Shape s{2, 3, 2, 2};
@@ -138,7 +140,7 @@ TEST_CASE("bf16 ops refuse mixed dtypes, bf16 on the cpu and bf16 batch-norm par
 }
 
 TEST_CASE("gpu bf16: the library ops refuse bf16 on the CPU and mixed storage types, naming the op",
-          "[gpu][bf16]") {
+          "[gpu][bf16][conv2d][linear][pool]") {
   Context gpu(Device::cuda(0), lockstep::testing::reference_options());
   Context cpu(Device::cpu(), lockstep::testing::reference_options());
   const Shape xs{1, 2, 5, 5}, ws{3, 2, 3, 3}, ys{1, 3, 3, 3};

@@ -24,7 +24,7 @@ using lockstep::testing::require_close_scaled;
 using lockstep::testing::run_conv;
 using lockstep::testing::same_bits;
 
-TEST_CASE("gpu conv2d equals the cpu reference", "[gpu][layers][conv]") {
+TEST_CASE("gpu conv2d equals the cpu reference", "[gpu][layers][conv2d]") {
   struct Case {
     Shape in;
     int64_t out;
@@ -49,7 +49,7 @@ TEST_CASE("gpu conv2d equals the cpu reference", "[gpu][layers][conv]") {
   }
 }
 
-TEST_CASE("gpu convolution plans are made once per full shape", "[gpu][conv]") {
+TEST_CASE("gpu convolution plans are made once per full shape", "[gpu][conv2d]") {
   Context ctx(Device::cuda(0));
   CudnnPlans& plans = *ctx.cuda()->plans;
   ConvCase a = make_conv(Device::cuda(0), 4);
@@ -63,7 +63,7 @@ TEST_CASE("gpu convolution plans are made once per full shape", "[gpu][conv]") {
   ctx.synchronize();
 }
 
-TEST_CASE("gpu deterministic convolutions repeat bit for bit", "[gpu][conv]") {
+TEST_CASE("gpu deterministic convolutions repeat bit for bit", "[gpu][conv2d]") {
   ContextOptions options;
   options.deterministic = true;
   Context ctx(Device::cuda(0), options);
@@ -78,7 +78,7 @@ TEST_CASE("gpu deterministic convolutions repeat bit for bit", "[gpu][conv]") {
   }
 }
 
-TEST_CASE("gpu convolution runs without any workspace", "[gpu][conv]") {
+TEST_CASE("gpu convolution runs without any workspace", "[gpu][conv2d]") {
   ContextOptions options;
   options.workspace_limit_bytes = 0;
   options.precision = Precision::fp32;  // compared with the CPU reference

@@ -13,7 +13,7 @@ using namespace lockstep;
 using namespace lockstep::testing::bf16_library;
 using lockstep::testing::random_values;
 
-TEST_CASE("gpu bf16: convolution forward, backward data, backward filter and bias on cuDNN", "[gpu][bf16]") {
+TEST_CASE("gpu bf16: convolution forward, backward data, backward filter and bias on cuDNN", "[gpu][bf16][conv2d]") {
   // Odd extents: 5 input channels, 7 output channels, 11x9 images, stride 2, padding 1, batch 3.
   const Shape xs{3, 5, 11, 9}, ws{7, 5, 3, 3};
   const int stride = 2, padding = 1;
@@ -59,7 +59,7 @@ TEST_CASE("gpu bf16: convolution forward, backward data, backward filter and bia
       {"y", "dx (accumulated)", "dw", "db"});
 }
 
-TEST_CASE("gpu bf16: a convolution's cuDNN plan is keyed by its data type", "[gpu][bf16][conv]") {
+TEST_CASE("gpu bf16: a convolution's cuDNN plan is keyed by its data type", "[gpu][bf16][conv2d]") {
   Context gpu(Device::cuda(0), lockstep::testing::reference_options());
   CudnnPlans& plans = *gpu.cuda()->plans;
   const Shape xs{2, 3, 6, 5}, ws{4, 3, 3, 3}, ys{2, 4, 4, 3};

@@ -40,7 +40,7 @@ Body conv_body(const ConvCase& k, MemoryFormat filter) {
 
 }  // namespace
 
-TEST_CASE("gpu nhwc channel sums (the convolution's bias gradient) equal nchw", "[gpu][memory-format][conv]") {
+TEST_CASE("gpu nhwc channel sums (the convolution's bias gradient) equal nchw", "[gpu][memory-format][conv2d]") {
   for (const Shape& s : kImages) {
     INFO("shape " << s.str());
     check_formats(
@@ -53,7 +53,7 @@ TEST_CASE("gpu nhwc channel sums (the convolution's bias gradient) equal nchw", 
   }
 }
 
-TEST_CASE("gpu nhwc convolution equals nchw, with either filter format", "[gpu][memory-format][conv]") {
+TEST_CASE("gpu nhwc convolution equals nchw, with either filter format", "[gpu][memory-format][conv2d]") {
   const ConvCase cases[] = {{Shape{3, 6, 9, 6}, Shape{7, 6, 3, 3}, 2, 1},
                             {Shape{1, 3, 7, 5}, Shape{5, 3, 3, 3}, 1, 1},
                             {Shape{2, 5, 4, 4}, Shape{11, 5, 1, 1}, 1, 0}};

@@ -7,7 +7,7 @@
 using namespace lockstep;
 using namespace lockstep::testing::bf16_library;
 
-TEST_CASE("gpu bf16: linear forward, backward data, backward weight and bias on cuBLAS", "[gpu][bf16]") {
+TEST_CASE("gpu bf16: linear forward, backward data, backward weight and bias on cuBLAS", "[gpu][bf16][linear]") {
   const int64_t n = 5, f = 37, o_features = 11;
   check(
       [&](Context& gpu, Context& cpu, Operands& o, Outcome& out) {

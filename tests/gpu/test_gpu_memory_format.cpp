@@ -35,7 +35,7 @@ TEST_CASE("gpu convert_format equals the cpu's, both ways", "[gpu][memory-format
   }
 }
 
-TEST_CASE("gpu element-wise ops take nhwc tensors when every operand is nhwc", "[gpu][memory-format]") {
+TEST_CASE("gpu element-wise ops take nhwc tensors when every operand is nhwc", "[gpu][memory-format][relu][add]") {
   check_formats(
       [](Run& r) {
         const Shape s{2, 7, 3, 5};
@@ -50,7 +50,7 @@ TEST_CASE("gpu element-wise ops take nhwc tensors when every operand is nhwc", "
       true);
 }
 
-TEST_CASE("gpu ops refuse images of mixed memory formats", "[gpu][memory-format]") {
+TEST_CASE("gpu ops refuse images of mixed memory formats", "[gpu][memory-format][batchnorm2d][conv2d][pool]") {
   Run r(Device::cuda(0), MemoryFormat::nhwc);
   const Shape s{2, 3, 4, 5};
   Tensor x = r.image(s, 1), y_nchw = r.image(s, 2, MemoryFormat::nchw);

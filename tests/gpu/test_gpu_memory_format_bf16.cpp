@@ -9,7 +9,7 @@ using namespace lockstep;
 using namespace lockstep::testing::bf16_kernels;
 using lockstep::testing::random_values;
 
-TEST_CASE("bf16 memory-format conversion on the gpu moves the bits", "[gpu][bf16]") {
+TEST_CASE("bf16 memory-format conversion on the gpu moves the bits", "[gpu][bf16][memory-format]") {
   Context gpu(Device::cuda(0));
   Context cpu(Device::cpu());
   const Shape s{3, 5, 7, 9};  // tiles cut in both directions

@@ -15,7 +15,7 @@ using namespace lockstep::testing::bf16_kernels;
 using namespace lockstep::testing::bf16_library;
 using lockstep::testing::random_values;
 
-TEST_CASE("gpu bf16: max and average pooling forward and backward on cuDNN", "[gpu][bf16]") {
+TEST_CASE("gpu bf16: max and average pooling forward and backward on cuDNN", "[gpu][bf16][pool]") {
   const Shape xs{2, 3, 9, 7};
   const PoolWindow window{3, 2, 1};
   check(

@@ -82,7 +82,7 @@ PrecisionRun run_precision(Precision precision) {
 // allows it, as tensor cores do; that exact rounding is checked on the
 // emulator only (a real GPU's libraries round and sum their own way), the
 // distance from FP32 on any GPU.
-TEST_CASE("gpu precision fp32 equals the cpu reference and tf32 rounds the operands", "[gpu][conv][linear][precision]") {
+TEST_CASE("gpu precision fp32 equals the cpu reference and tf32 rounds the operands", "[gpu][conv2d][linear][precision]") {
   const PrecisionRun fp32 = run_precision(Precision::fp32);
   require_close_scaled(fp32.y, fp32.ref_y, 1e-5, "fp32 output");
   require_close_scaled(fp32.dx, fp32.ref_dx, 1e-5, "fp32 input gradient");

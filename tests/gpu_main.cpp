@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   // difference is the GPU path's own and not the rounding of another
   // convolution algorithm amplified over deep networks and several steps
   // (the oneDNN convolution is held against the reference in
-  // tests/cpu/test_conv_dnnl.cpp). LOCKSTEP_CPU_CONV set outside wins.
+  // tests/cpu/test_conv2d_onednn.cpp). LOCKSTEP_CPU_CONV set outside wins.
   setenv("LOCKSTEP_CPU_CONV", "im2col", 0);
   bool listing = false;
   for (int i = 1; i < argc; ++i) listing = listing || std::strncmp(argv[i], "--list", 6) == 0;

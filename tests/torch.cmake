@@ -1,8 +1,11 @@
-# Tests against PyTorch (Debian's python3-torch, CPU). A fixture test runs
-# tests/torch/make_references.py, which writes PyTorch's results into the
-# build tree; the C++ test cases tagged [.torch] (hidden, so the per-case
-# entries of catch_discover_tests leave them out) then run here, one CTest
-# entry per group, with the directory in LOCKSTEP_TORCH_REFERENCES.
+# Tests against PyTorch (Debian's python3-torch, CPU). PyTorch's results for
+# the C++ tests tagged [torch] are stored in tests/golden, so those tests run in
+# every stage as ordinary test cases, with no Python. Where torch is
+# installed, a fixture test runs tests/torch/make_references.py, which writes
+# the same results anew into the build tree; torch_references_match_stored
+# checks that the stored files are what the script makes, and the [torch]
+# cases run once more on the new files, one CTest entry per group, with the
+# directory in LOCKSTEP_TORCH_REFERENCES.
 #
 # Debian's torch lives in the system interpreter, which need not be the
 # python3 first on PATH; LOCKSTEP_TORCH_PYTHON picks another.
@@ -32,6 +35,14 @@ add_test(NAME torch_references
          COMMAND ${LOCKSTEP_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/torch/make_references.py ${_torch_refs})
 # No __pycache__ written into the source tree.
 set_tests_properties(torch_references PROPERTIES FIXTURES_SETUP torch_refs LABELS cpu TIMEOUT 120
+  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+
+# Another PyTorch build may differ in the last bits: tests/torch/check_references.py
+# says how far the stored files may be from the regenerated ones.
+add_test(NAME torch_references_match_stored
+         COMMAND ${LOCKSTEP_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/torch/check_references.py
+                 ${CMAKE_CURRENT_SOURCE_DIR}/golden ${_torch_refs})
+set_tests_properties(torch_references_match_stored PROPERTIES FIXTURES_REQUIRED torch_refs LABELS cpu TIMEOUT 120
   ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 
 # --warn NoTests: a tag that matches nothing (a renamed test) fails instead of passing.

@@ -15,7 +15,7 @@
 using namespace lockstep;
 using namespace lockstep::testing;
 
-TEST_CASE("fused batch norm + add + relu equals batch norm, add, relu on the cpu", "[batchnorm][fused]") {
+TEST_CASE("fused batch norm + add + relu equals batch norm, add, relu on the cpu", "[batchnorm2d][fused]") {
   // Odd planes, 1x1 planes, and many samples.
   for (const Shape& shape : {Shape{5, 3, 7, 6}, Shape{2, 4, 1, 1}, Shape{64, 3, 16, 16}}) {
     INFO("shape " << shape.str());
@@ -24,7 +24,7 @@ TEST_CASE("fused batch norm + add + relu equals batch norm, add, relu on the cpu
 }
 
 TEST_CASE("batch norm + add + relu layer gradients match finite differences away from the kink",
-          "[batchnorm][fused][gradcheck]") {
+          "[batchnorm2d][fused][gradcheck]") {
   LayerHarness h(BatchNorm2d::with_add_relu(), {Shape{5, 3, 5}, Shape{5, 3, 5}}, 3, 12);
   // Move each shortcut value so that bn(x) + shortcut lies at least 0.2 from
   // 0, where the ReLU's derivative jumps: a step of h = 1e-2 in any input
@@ -46,7 +46,7 @@ TEST_CASE("batch norm + add + relu layer gradients match finite differences away
   check_accumulate_mode(h);
 }
 
-TEST_CASE("batch norm + add + relu layer in evaluation equals the three layers", "[batchnorm][fused]") {
+TEST_CASE("batch norm + add + relu layer in evaluation equals the three layers", "[batchnorm2d][fused]") {
   const Shape sample{4, 3, 5};
   LayerHarness fused(BatchNorm2d::with_add_relu(), {sample, sample}, 3, 31);
   LayerHarness bn(std::make_unique<BatchNorm2d>(), {sample}, 3, 31);
@@ -70,7 +70,7 @@ TEST_CASE("batch norm + add + relu layer in evaluation equals the three layers",
   CHECK(zeros < static_cast<int64_t>(y.size()));
 }
 
-TEST_CASE("batch norm + add + relu refuses a shortcut of another shape", "[batchnorm][fused]") {
+TEST_CASE("batch norm + add + relu refuses a shortcut of another shape", "[batchnorm2d][fused]") {
   CHECK_THROWS_WITH(BatchNorm2d::with_add_relu()->output_shape({Shape{3, 4, 4}, Shape{3, 4, 5}}),
                     Catch::Contains("shortcut"));
   CHECK_THROWS_WITH(BatchNorm2d::with_add_relu()->output_shape({Shape{3, 4, 4}}), Catch::Contains("two inputs"));

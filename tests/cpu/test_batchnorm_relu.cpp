@@ -9,7 +9,7 @@
 
 using namespace lockstep;
 
-TEST_CASE("fused batch norm + relu equals batch norm then relu on the cpu", "[batchnorm][fused]") {
+TEST_CASE("fused batch norm + relu equals batch norm then relu on the cpu", "[batchnorm2d][fused]") {
   // Odd planes, 1x1 planes, and many samples.
   for (const Shape& shape : {Shape{5, 3, 7, 6}, Shape{2, 4, 1, 1}, Shape{64, 3, 16, 16}}) {
     INFO("shape " << shape.str());
@@ -17,7 +17,7 @@ TEST_CASE("fused batch norm + relu equals batch norm then relu on the cpu", "[ba
   }
 }
 
-TEST_CASE("fused batch norm + relu backward refuses an output of another shape", "[batchnorm][fused]") {
+TEST_CASE("fused batch norm + relu backward refuses an output of another shape", "[batchnorm2d][fused]") {
   Context ctx(Device::cpu());
   Tensor x = Tensor::zeros(Shape{2, 3, 4, 4}), dy = Tensor::zeros(Shape{2, 3, 4, 4});
   Tensor y = Tensor::zeros(Shape{2, 3, 4, 5});

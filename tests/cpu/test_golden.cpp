@@ -2,15 +2,14 @@
 // resnet20 and simple-cnn (dropout off) for 5 SGD steps from PyTorch's initial
 // weights on fixed batches; here the same weights are loaded by name into our
 // model, the same batches go through the replica manager, and every step's
-// loss and the final parameters and BN running statistics must match. Hidden
-// ([.torch]); tests/torch.cmake runs them after its fixture wrote the files.
+// loss and the final parameters and BN running statistics must match. PyTorch's
+// results are stored in tests/golden (support/golden_files.h), so these run in
+// every stage; tests/torch.cmake runs them again on the files it regenerates.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <set>
 #include <string>
 
@@ -18,20 +17,14 @@
 #include "distributed/replica_manager.h"
 #include "training/safetensors.h"
 #include "layers/models.h"
+#include "support/golden_files.h"
 
 using namespace lockstep;
 
 namespace {
 
 SafetensorsFile read_reference(const std::string& file) {
-  const char* dir = std::getenv("LOCKSTEP_TORCH_REFERENCES");
-  if (!dir || !*dir)
-    FAIL("LOCKSTEP_TORCH_REFERENCES is not set: run the [torch] tests through ctest (tests/torch.cmake), "
-         "whose fixture torch_references writes PyTorch's results with tests/torch/make_references.py");
-  std::string path = (std::filesystem::path(dir) / file).string();
-  if (!std::filesystem::exists(path))
-    FAIL(path << " does not exist: run tests/torch/make_references.py " << dir << " (ctest does it)");
-  return read_safetensors(path);
+  return read_safetensors(lockstep::testing::golden_file(file));
 }
 
 struct Golden {
@@ -164,18 +157,18 @@ void check_first_gradients(const std::string& file) {
 
 }  // namespace
 
-TEST_CASE("resnet20's first-step gradients equal PyTorch's", "[.torch][golden]") {
+TEST_CASE("resnet20's first-step gradients equal PyTorch's", "[torch][golden]") {
   check_first_gradients("golden_resnet20.safetensors");
 }
 
-TEST_CASE("simple-cnn's first-step gradients equal PyTorch's", "[.torch][golden]") {
+TEST_CASE("simple-cnn's first-step gradients equal PyTorch's", "[torch][golden]") {
   check_first_gradients("golden_simple_cnn.safetensors");
 }
 
-TEST_CASE("resnet20 trains like PyTorch: losses, parameters, running statistics", "[.torch][golden]") {
+TEST_CASE("resnet20 trains like PyTorch: losses, parameters, running statistics", "[torch][golden]") {
   run_golden("golden_resnet20.safetensors", 1);
 }
 
-TEST_CASE("simple-cnn trains like PyTorch on 1 and 3 replicas", "[.torch][golden]") {
+TEST_CASE("simple-cnn trains like PyTorch on 1 and 3 replicas", "[torch][golden]") {
   run_golden("golden_simple_cnn.safetensors", GENERATE(1, 3));
 }

@@ -70,7 +70,7 @@ TEST_CASE("N replicas train to the same parameters as one replica", "[replica]")
                 "parameter");
 }
 
-TEST_CASE("N replicas keep the same batch-norm running statistics as one replica", "[replica][batchnorm]") {
+TEST_CASE("N replicas keep the same batch-norm running statistics as one replica", "[replica][batchnorm2d]") {
   int replicas = GENERATE(2, 3, 4);
   ReplicaManager one(bn_model, {Device::cpu()});
   ReplicaManager many(bn_model, std::vector<Device>(replicas, Device::cpu()));

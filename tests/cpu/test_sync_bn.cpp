@@ -18,7 +18,7 @@ namespace {
 constexpr int kSteps = 5;
 }  // namespace
 
-TEST_CASE("with synchronised batch norm N replicas of resnet20 train as one", "[replica][batchnorm][sync-bn]") {
+TEST_CASE("with synchronised batch norm N replicas of resnet20 train as one", "[replica][batchnorm2d][sync-bn]") {
   for (int n : {2, 3}) {
     INFO(n << " replicas");
     SyncBnDifference d = sync_bn_difference(std::vector<Device>(n, Device::cpu()), Device::cpu(), true, kSteps);
@@ -27,7 +27,7 @@ TEST_CASE("with synchronised batch norm N replicas of resnet20 train as one", "[
   }
 }
 
-TEST_CASE("with synchronised batch norm N replicas of resnet20 in nhwc train as one", "[replica][batchnorm][sync-bn][nhwc]") {
+TEST_CASE("with synchronised batch norm N replicas of resnet20 in nhwc train as one", "[replica][batchnorm2d][sync-bn][nhwc]") {
   // Channels-last activations on both sides (the CPU computes on NCHW copies).
   for (int n : {2, 3}) {
     INFO(n << " replicas");
@@ -38,14 +38,14 @@ TEST_CASE("with synchronised batch norm N replicas of resnet20 in nhwc train as 
   }
 }
 
-TEST_CASE("without synchronised batch norm resnet20's replicas drift from one", "[replica][batchnorm][sync-bn]") {
+TEST_CASE("without synchronised batch norm resnet20's replicas drift from one", "[replica][batchnorm2d][sync-bn]") {
   // The control: deeper BN layers see inputs normalised per replica, so the
   // comparison above would fail without --sync-bn.
   SyncBnDifference d = sync_bn_difference(std::vector<Device>(3, Device::cpu()), Device::cpu(), false, kSteps);
   CHECK(d.parameters > 1e-4);
 }
 
-TEST_CASE("the synchronised batch norm comparison is below resnet20's rounding edge", "[replica][batchnorm][sync-bn]") {
+TEST_CASE("the synchronised batch norm comparison is below resnet20's rounding edge", "[replica][batchnorm2d][sync-bn]") {
   // One replica whose convolutions are cut for 2 compute threads instead of
   // 1 (other float rounding, the same math) stays within the bound the cases
   // above assert; past the edge (lr 0.05 or more steps) it would not, and N
@@ -56,7 +56,7 @@ TEST_CASE("the synchronised batch norm comparison is below resnet20's rounding e
   CHECK(d.parameters > 0.0);  // the rounding differs, so the edge is really probed
 }
 
-TEST_CASE("synchronised batch norm refuses a batch that leaves a replica empty", "[replica][batchnorm][sync-bn]") {
+TEST_CASE("synchronised batch norm refuses a batch that leaves a replica empty", "[replica][batchnorm2d][sync-bn]") {
   ReplicaOptions options;
   options.context.sync_batch_norm = true;
   ReplicaManager manager(

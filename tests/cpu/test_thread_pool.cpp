@@ -176,7 +176,7 @@ TEST_CASE("the convolution gives the same result on 1 to 4 threads", "[thread_po
 }
 
 TEST_CASE("batch-norm statistics stay precise for a mean 1000 times the spread, on any thread count",
-          "[thread_pool][batchnorm]") {
+          "[thread_pool][batchnorm2d]") {
   const int64_t n = 6, channels = 5, spatial = 37;
   std::vector<float> x(size_t(n * channels * spatial));
   std::mt19937 gen(7);

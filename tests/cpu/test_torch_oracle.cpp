@@ -1,15 +1,13 @@
 // Our ops against PyTorch (a second, independent oracle beside the finite
 // differences of the layer tests). tests/torch/ops_oracle.py writes random
-// inputs, upstream gradients and PyTorch's results into ops.safetensors; these
-// tests run our ops on the same inputs. They are hidden ([.torch]) from the
-// per-test-case CTest entries and run through tests/torch.cmake, whose fixture
-// writes the file and passes its directory in LOCKSTEP_TORCH_REFERENCES.
+// inputs, upstream gradients and PyTorch's results into ops.safetensors,
+// stored in tests/golden (support/golden_files.h); these tests run our ops on
+// the same inputs, in every stage, and tests/torch.cmake runs them again on
+// the file it regenerates.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -19,6 +17,7 @@
 #include "ops/linear.h"
 #include "ops/loss.h"
 #include "ops/pool.h"
+#include "support/golden_files.h"
 #include "training/safetensors.h"
 
 using namespace lockstep;
@@ -27,14 +26,7 @@ namespace {
 
 const SafetensorsFile& references() {
   static const SafetensorsFile file = [] {
-    const char* dir = std::getenv("LOCKSTEP_TORCH_REFERENCES");
-    if (!dir || !*dir)
-      FAIL("LOCKSTEP_TORCH_REFERENCES is not set: run the [torch] tests through ctest (tests/torch.cmake), "
-           "whose fixture torch_references writes PyTorch's results with tests/torch/make_references.py");
-    std::string path = (std::filesystem::path(dir) / "ops.safetensors").string();
-    if (!std::filesystem::exists(path))
-      FAIL(path << " does not exist: run tests/torch/make_references.py " << dir << " (ctest does it)");
-    return read_safetensors(path);
+    return read_safetensors(lockstep::testing::golden_file("ops.safetensors"));
   }();
   return file;
 }
@@ -72,7 +64,7 @@ void require_close(const Tensor& got, const std::string& name, double rtol = 1e-
 
 }  // namespace
 
-TEST_CASE("conv2d forward and backward equal PyTorch's", "[.torch][ops]") {
+TEST_CASE("conv2d forward and backward equal PyTorch's", "[torch][ops]") {
   for (std::string c : {"conv_s2p1", "conv_k1", "conv_k3_b1"}) {
     DYNAMIC_SECTION(c) {
       Context ctx(Device::cpu());
@@ -97,7 +89,7 @@ TEST_CASE("conv2d forward and backward equal PyTorch's", "[.torch][ops]") {
   }
 }
 
-TEST_CASE("batchnorm2d in training mode equals PyTorch's, running statistics included", "[.torch][ops]") {
+TEST_CASE("batchnorm2d in training mode equals PyTorch's, running statistics included", "[torch][ops]") {
   Context ctx(Device::cpu());
   Tensor x = torch_tensor("bn.x"), gamma = torch_tensor("bn.gamma"), beta = torch_tensor("bn.beta"), dy = torch_tensor("bn.dy");
   const int64_t c = x.dim(1);
@@ -125,7 +117,7 @@ TEST_CASE("batchnorm2d in training mode equals PyTorch's, running statistics inc
   require_close(state.running_var, "bn.running_var_after");
 }
 
-TEST_CASE("batchnorm2d in eval mode equals PyTorch's", "[.torch][ops]") {
+TEST_CASE("batchnorm2d in eval mode equals PyTorch's", "[torch][ops]") {
   Context ctx(Device::cpu());
   Tensor x = torch_tensor("bn.x");
   Tensor y = Tensor::empty(x.shape());
@@ -134,7 +126,7 @@ TEST_CASE("batchnorm2d in eval mode equals PyTorch's", "[.torch][ops]") {
   require_close(y, "bn.y_eval");
 }
 
-TEST_CASE("max and average pooling equal PyTorch's", "[.torch][ops]") {
+TEST_CASE("max and average pooling equal PyTorch's", "[torch][ops]") {
   for (std::string c : {"maxpool", "maxpool2", "avgpool"}) {
     DYNAMIC_SECTION(c) {
       Context ctx(Device::cpu());
@@ -156,7 +148,7 @@ TEST_CASE("max and average pooling equal PyTorch's", "[.torch][ops]") {
   }
 }
 
-TEST_CASE("global average pooling equals PyTorch's", "[.torch][ops]") {
+TEST_CASE("global average pooling equals PyTorch's", "[torch][ops]") {
   Context ctx(Device::cpu());
   Tensor x = torch_tensor("gap.x"), dy = torch_tensor("gap.dy");
   Tensor y = Tensor::empty(Shape{x.dim(0), x.dim(1), 1, 1}), dx = Tensor::empty(x.shape());
@@ -166,7 +158,7 @@ TEST_CASE("global average pooling equals PyTorch's", "[.torch][ops]") {
   require_close(dx, "gap.dx");
 }
 
-TEST_CASE("linear forward and backward equal PyTorch's", "[.torch][ops]") {
+TEST_CASE("linear forward and backward equal PyTorch's", "[torch][ops]") {
   Context ctx(Device::cpu());
   Tensor x = torch_tensor("linear.x"), w = torch_tensor("linear.w"), b = torch_tensor("linear.b"), dy = torch_tensor("linear.dy");
   Tensor y = Tensor::empty(Shape{x.dim(0), w.dim(0)});
@@ -181,7 +173,7 @@ TEST_CASE("linear forward and backward equal PyTorch's", "[.torch][ops]") {
   require_close(db, "linear.db");
 }
 
-TEST_CASE("softmax cross-entropy equals PyTorch's: loss sum and the 1/B-scaled gradient", "[.torch][ops]") {
+TEST_CASE("softmax cross-entropy equals PyTorch's: loss sum and the 1/B-scaled gradient", "[torch][ops]") {
   Context ctx(Device::cpu());
   Tensor logits = torch_tensor("ce.logits");
   std::vector<int32_t> labels;
@@ -196,7 +188,7 @@ TEST_CASE("softmax cross-entropy equals PyTorch's: loss sum and the 1/B-scaled g
 }
 
 TEST_CASE("the random resized crop's box resize equals PyTorch's bilinear interpolation, mirrored or not",
-          "[.torch][ops]") {
+          "[torch][ops]") {
   const Tensor x = torch_tensor("resized_crop.x");
   const Shape shape = x.shape();
   const std::vector<float> in = x.to_vector();

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,11 @@ inline void require_normwise_close(const std::vector<float>& gpu, const std::vec
   const double relative = norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
   INFO(what << ": normwise relative difference " << relative << " (rtol " << rtol << ")");
   REQUIRE(relative <= rtol);
+}
+
+// The same floats, bit for bit (NaN payloads and signed zeros included).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace lockstep::testing

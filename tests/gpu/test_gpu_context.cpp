@@ -5,8 +5,12 @@
 #include "base/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/device.h"
+#include "gpu_compare.h"
+#include "support/layer_harness.h"
 
 using namespace lockstep;
+using lockstep::testing::random_values;
+using lockstep::testing::same_bits;
 
 TEST_CASE("the cuda build reports itself and the device", "[gpu][context][probe]") {
   REQUIRE(cuda_compiled());
@@ -162,4 +166,21 @@ TEST_CASE("failed cuda calls throw an Error naming the call, the status and the 
   REQUIRE_THROWS_WITH(bad_cudnn(), Catch::Contains("cudnnSetTensor4dDescriptor") && Catch::Contains("CUDNN_STATUS_"));
   auto bad_nccl = [] { LS_NCCL_CHECK(ncclCommInitAll(nullptr, -1, nullptr)); };
   REQUIRE_THROWS_WITH(bad_nccl(), Catch::Contains("ncclCommInitAll"));
+}
+
+TEST_CASE("context copies and fills run on the compute stream", "[gpu][context]") {
+  Context ctx(Device::cuda(0));
+  std::vector<float> values = random_values(1000, 1);
+  Tensor host = Tensor::from_vector(Shape{1000}, values);
+  Tensor device = Tensor::empty(Shape{1000}, Device::cuda(0));
+  ctx.copy(host, device);
+  Tensor back = Tensor::empty(Shape{1000});
+  ctx.copy(device, back);
+  ctx.synchronize();
+  REQUIRE(same_bits(back.to_vector(), values));
+  ctx.zero(device);
+  ctx.synchronize();
+  for (float v : device.to_vector()) REQUIRE(v == 0.0f);
+  Tensor wrong = Tensor::empty(Shape{999}, Device::cuda(0));
+  REQUIRE_THROWS_WITH(ctx.copy(host, wrong), Catch::Contains("copy of [1000]"));
 }

@@ -57,7 +57,7 @@ TEST_CASE("3 replicas on one gpu train to the same parameters as one", "[gpu][re
   require_close(many.model(0).arenas().params.to_vector(), one.model(0).arenas().params.to_vector(), 1e-5, 1e-6);
 }
 
-TEST_CASE("3 replicas on one gpu keep the batch-norm statistics of one", "[gpu][replica][batchnorm]") {
+TEST_CASE("3 replicas on one gpu keep the batch-norm statistics of one", "[gpu][replica][batchnorm2d]") {
   ReplicaManager one(bn_model, {Device::cuda(0)});
   ReplicaManager many(bn_model, std::vector<Device>(3, Device::cuda(0)));
   // lr 0 keeps the parameters equal, so both see the same activations (see

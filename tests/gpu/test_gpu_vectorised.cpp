@@ -80,7 +80,7 @@ const char* name(DType dtype) { return dtype == DType::bf16 ? "bf16" : "f32"; }
 }  // namespace
 
 TEST_CASE("vectorised relu, add, copy and dropout on misaligned views equal the cpu bit for bit",
-          "[gpu][handwritten][vectorised]") {
+          "[gpu][handwritten][vectorised][relu][add][tensor_ops][dropout]") {
   Context gpu(Device::cuda(0));
   Context cpu(Device::cpu());
   for (DType dtype : {DType::f32, DType::bf16}) {
@@ -172,7 +172,7 @@ TEST_CASE("vectorised bf16 conversions and rounding on misaligned views equal th
 }
 
 TEST_CASE("vectorised bias fills on misaligned views put each channel's bias in place",
-          "[gpu][handwritten][vectorised]") {
+          "[gpu][handwritten][vectorised][conv2d][linear]") {
   Context gpu(Device::cuda(0));
   cudaStream_t stream = gpu.cuda()->compute_stream;
   const auto bias = random_values(7, 91, -4.0f, 4.0f);  // not bf16 values: the bf16 stores round them
@@ -214,7 +214,7 @@ TEST_CASE("vectorised bias fills on misaligned views put each channel's bias in 
 }
 
 TEST_CASE("vectorised local sums of float and double buffers over unaligned ranges add in rank order",
-          "[gpu][handwritten][vectorised]") {
+          "[gpu][handwritten][vectorised][tensor_ops]") {
   Context gpu(Device::cuda(0));
   cudaStream_t stream = gpu.cuda()->compute_stream;
   const int64_t size = 4 * 257 + 8;

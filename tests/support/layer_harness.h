@@ -18,7 +18,7 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float 
 
 // A context compared with the CPU reference: precision fp32 (strict). tf32,
 // the default, lets a GPU's libraries round their operands to TF32, which
-// puts them ~1e-3 off the CPU's FP32 (test_gpu_ops checks tf32 on its own).
+// puts them ~1e-3 off the CPU's FP32 (test_gpu_precision.cpp checks tf32 on its own).
 ContextOptions reference_options();
 
 // Prepends the batch extent to a per-sample shape.

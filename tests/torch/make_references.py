@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Writes PyTorch's reference results for the torch-tagged C++ tests into a
-directory (the CTest fixture torch_references runs it; see tests/torch.cmake):
+directory: the files stored in tests/golden, which the tests read, are made so
+(tests/golden/README.md), and the CTest fixture torch_references makes them
+anew in the build tree to check the stored ones (tests/torch.cmake):
   ops.safetensors                op-by-op results (ops_oracle.py)
   golden_resnet20.safetensors    5 SGD steps of resnet20, 8 samples of 3x8x8 (golden.py)
   golden_simple_cnn.safetensors  5 SGD steps of simple-cnn, 8 samples of 1x28x28 (golden.py)

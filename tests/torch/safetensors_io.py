@@ -1,4 +1,4 @@
-"""Writes float32 tensors in the safetensors format, by hand.
+"""Writes and reads float32 tensors in the safetensors format, by hand.
 
 The layout: an 8-byte little-endian header length, a JSON header giving each
 tensor's dtype, shape and byte range in the data block, then the raw
@@ -35,3 +35,23 @@ def write_safetensors(path, tensors, metadata=None):
         for blob in blobs:
             f.write(blob)
     os.replace(tmp, path)
+
+
+def read_safetensors(path):
+    """Returns (an ordered dict name -> float32 numpy array, the metadata dict)
+    of a file write_safetensors wrote."""
+    import collections
+
+    import numpy
+
+    with open(path, "rb") as f:
+        blob = f.read()
+    (length,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + length])
+    metadata = header.pop("__metadata__", {})
+    data = blob[8 + length:]
+    tensors = collections.OrderedDict()
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        tensors[name] = numpy.frombuffer(data[begin:end], dtype="<f4").reshape(entry["shape"])
+    return tensors, metadata

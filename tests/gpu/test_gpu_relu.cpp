@@ -1,3 +1,6 @@
+// relu on the GPU: the kernels against the CPU loops on odd sizes and
+// offsets, in place, written and accumulated; the layer against the CPU
+// reference (layer_compare.h).
 #include <catch2/catch.hpp>
 
 #include "runtime/cuda/cuda_context.h"
@@ -5,11 +8,14 @@
 #include "gpu_compare.h"
 #include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/cuda/elementwise_cuda.h"
+#include "layer_compare.h"
+#include "layers/relu.h"
 #include "support/layer_harness.h"
 
 using namespace lockstep;
 using lockstep::testing::random_values;
 using lockstep::testing::require_close;
+using lockstep::testing::layer_compare::compare_layer;
 
 namespace {
 // A device copy of `values` that starts `offset` floats into its storage, so
@@ -98,5 +104,11 @@ TEST_CASE("gpu relu backward in write mode fills a fresh gradient without readin
       ctx.synchronize();
       require_close(dx->to_vector(), expected);
     }
+  }
+}
+
+TEST_CASE("gpu relu layer equals the cpu reference", "[gpu][layers][relu][handwritten]") {
+  for (int64_t batch : {1, 3}) {
+    compare_layer([] { return std::make_unique<ReLU>(); }, {Shape{3, 5, 7}}, batch, 60);
   }
 }

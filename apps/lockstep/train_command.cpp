@@ -112,27 +112,19 @@ void validate(const TrainSettings& s) {
   LS_CHECK(s.max_image_pixels >= 1, "--max-image-pixels must be at least 1, got ", s.max_image_pixels);
   LS_CHECK(s.test_fraction >= 0.0 && s.test_fraction < 1.0, "--test-fraction must lie in [0, 1), got ",
            s.test_fraction);
-  if (!s.time_limit.empty()) parse_duration(s.time_limit, "--time-limit");
-  parse_schedule(s.schedule);
-  parse_precision(s.precision, "--precision");
-}
-
-bool was_given(const std::vector<std::string>& given, const char* flag) {
-  return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
 // Settings that are each valid but together mean nothing, or would be
 // ignored without a word.
-void validate_combinations(const TrainSettings& s, const std::vector<std::string>& given,
-                           const std::vector<Device>& devices) {
-  LS_CHECK(!(was_given(given, "--batch") && was_given(given, "--batch-per-device")),
+void validate_combinations(const TrainSettings& s, const std::vector<Device>& devices) {
+  LS_CHECK(!(s.given.contains("--batch") && s.given.contains("--batch-per-device")),
            "--batch (global) and --batch-per-device (per replica) say the same thing twice: give one of them");
-  LS_CHECK(!s.scale_lr || was_given(given, "--batch-per-device"),
+  LS_CHECK(!s.scale_lr || s.given.contains("--batch-per-device"),
            "--scale-lr multiplies --lr by the replica count when the batch grows with it (--batch-per-device); "
            "with a global --batch it would change nothing: give --batch-per-device or leave --scale-lr out");
-  LS_CHECK(!was_given(given, "--limit") || s.limit >= 1,
+  LS_CHECK(!s.given.contains("--limit") || s.limit >= 1,
            "--limit 0 trains on no sample: give at least 1 (without --limit, every sample trains)");
-  LS_CHECK(!was_given(given, "--test-limit") || s.test_limit >= 1,
+  LS_CHECK(!s.given.contains("--test-limit") || s.test_limit >= 1,
            "--test-limit 0 tests on no sample: give at least 1 (without --test-limit, every test sample counts)");
   LS_CHECK(s.warmup_epochs <= static_cast<double>(s.epochs), "--warmup-epochs ", s.warmup_epochs,
            " lasts beyond the run of ", s.epochs, " epochs: the learning rate would never reach --lr");
@@ -189,7 +181,7 @@ std::string world_text(const std::vector<Device>& devices, const ProcessGroup* w
          (world->hosts() == 1 ? "" : "s") + " over " + world->transport();
 }
 
-int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world);
+int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world);
 
 // Trainer::run with Ctrl-C and SIGTERM turned into a stop request.
 bool run_with_signals(Trainer& trainer) {
@@ -203,9 +195,9 @@ int finish_quietly(Trainer& trainer) { return run_with_signals(trainer) ? 0 : 13
 
 }  // namespace
 
-int run_train(TrainSettings s, const std::vector<std::string>& given) {
+int run_train(const TrainFlags& flags) {
   std::shared_ptr<ProcessGroup> world = join_world();
-  return run_in_world(world, [&] { return train(std::move(s), given, world); });
+  return run_in_world(world, [&] { return train(flags.settings(), world); });
 }
 
 namespace {
@@ -214,13 +206,12 @@ namespace {
 // into `resume_info`), the machine's defaults, then the derived ones (data
 // path, global batch, scaled lr, checkpoint path), validated. Returns the
 // replicas' devices.
-std::vector<Device> settle_settings(TrainSettings& s, const std::vector<std::string>& given, const ProcessGroup* world,
-                                    CheckpointInfo& resume_info) {
+std::vector<Device> settle_settings(TrainSettings& s, const ProcessGroup* world, CheckpointInfo& resume_info) {
   const int processes = world ? world->size() : 1;
-  std::vector<std::string> settled = given;
+  GivenFlags settled = s.given;
   if (!s.resume.empty()) {
     resume_info = read_checkpoint_info(s.resume);
-    settled = from_metadata(s, resume_info.extra, given);
+    settled = from_metadata(s, resume_info.extra);
   }
   std::vector<Device> devices = resolve_devices(s.devices, s.replicas, /*quiet=*/true);
   apply_defaults(s, devices[0], settled);
@@ -235,7 +226,7 @@ std::vector<Device> settle_settings(TrainSettings& s, const std::vector<std::str
              s.batch_per_device, " times ", replicas, " replicas overflows");
   }
   validate(s);
-  validate_combinations(s, given, devices);
+  validate_combinations(s, devices);
   if (!s.resume.empty()) check_resume_changes(s, resume_info);
   if (s.scale_lr && s.batch_per_device > 0) s.lr *= static_cast<float>(devices.size() * processes);
   if (s.checkpoint.empty()) s.checkpoint = s.resume.empty() ? "lockstep.safetensors" : s.resume;
@@ -283,14 +274,14 @@ int64_t cache_budget_bytes(const TrainSettings& s) {
   return available_memory_bytes() / 4;
 }
 
-TrainData open_data(const TrainSettings& s, const std::vector<std::string>& given) {
+TrainData open_data(const TrainSettings& s) {
   data::DataOptions data_options;
   parse_input_shape(s.input, data_options.channels, data_options.height, data_options.width);
   data_options.skip_bad_images = s.skip_bad_images;
   data_options.max_image_pixels = s.max_image_pixels;
   data_options.split_seed = s.seed;
   set_image_fit(data_options, s.augment);
-  LS_CHECK(s.test_data.empty() || !was_given(given, "--test-fraction"),
+  LS_CHECK(s.test_data.empty() || !s.given.contains("--test-fraction"),
            "--test-fraction splits a single class folder; it does not go with --test-data ", s.test_data);
   // With a separate test set a single class folder is not split: all of it trains.
   data_options.test_fraction = s.test_data.empty() ? s.test_fraction : 0.0;
@@ -299,10 +290,10 @@ TrainData open_data(const TrainSettings& s, const std::vector<std::string>& give
   d.sets = data::open_dataset(s.data, data_options);
   d.decoded_bytes = d.sets.decoded_bytes;
   d.decoded_kept = d.sets.decoded_kept;
-  LS_CHECK(!was_given(given, "--input") || d.sets.format == data::DataFormat::image_folder, "--input ", s.input,
+  LS_CHECK(!s.given.contains("--input") || d.sets.format == data::DataFormat::image_folder, "--input ", s.input,
            " resizes the images of a folder; ", s.data, " holds ", data::format_name(d.sets.format), " data of ",
            d.sets.train->sample_shape().str(), " samples, which train at their own size: leave --input out");
-  LS_CHECK(d.sets.split || !was_given(given, "--test-fraction"), "--test-fraction splits a single class folder, but ",
+  LS_CHECK(d.sets.split || !s.given.contains("--test-fraction"), "--test-fraction splits a single class folder, but ",
            s.data, d.sets.format == data::DataFormat::image_folder
                        ? std::string(" is already split into train and test folders")
                        : std::string(" has its own test files (") + data::format_name(d.sets.format) + ")");
@@ -378,13 +369,13 @@ Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, 
 
 // The model for this data; when resuming, the checkpoint's (a --model that
 // names another one is refused).
-std::string choose_model_spec(const TrainSettings& s, const std::vector<std::string>& given,
-                              const CheckpointInfo& resume_info, const data::Dataset& train_set) {
+std::string choose_model_spec(const TrainSettings& s, const CheckpointInfo& resume_info,
+                              const data::Dataset& train_set) {
   ModelOptions model_options;
   model_options.dropout = s.dropout;
   const std::string spec = model_spec(s.model, train_set.sample_shape(), train_set.num_classes(), model_options);
   if (s.resume.empty()) return spec;
-  LS_CHECK(std::find(given.begin(), given.end(), "--model") == given.end() || resume_info.model_spec == spec,
+  LS_CHECK(!s.given.contains("--model") || resume_info.model_spec == spec,
            "--resume ", s.resume, " holds a checkpoint of '", resume_info.model_spec, "', not of '", spec, "'");
   return resume_info.model_spec;
 }
@@ -396,8 +387,8 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   options.processes = world;
   options.collective_timeout = collective_timeout();
   options.context.sync_batch_norm = s.sync_bn;
-  options.context.precision = parse_precision(s.precision, "--precision");
-  options.context.memory_format = parse_memory_format(s.memory_format, "--memory-format");
+  options.context.precision = s.precision;
+  options.context.memory_format = s.memory_format;
   const auto bytes = [](double mib) { return static_cast<size_t>(mib * double(1 << 20)); };
   options.bucket_bytes = bytes(s.bucket_mb);
   options.first_bucket_bytes = bytes(s.first_bucket_mb);
@@ -409,7 +400,7 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
   const data::Dataset& train_set = *d.train;
   TrainerConfig config;
   config.epochs = s.epochs;
-  config.schedule.kind = parse_schedule(s.schedule);
+  config.schedule.kind = s.schedule;
   config.schedule.base_lr = s.lr;
   config.schedule.warmup_epochs = s.warmup_epochs;
   config.schedule.step_epochs = std::max<double>(1.0, s.epochs / 3.0);
@@ -422,7 +413,7 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
   config.checkpoint_extra["normalization"] = normalization_to_json(normalization);
   // The test set as eval finds it again: whole, without --test-limit.
   config.checkpoint_extra["data_identity"] = data_identity_json(*d.train, d.sets.test.get());
-  if (!s.time_limit.empty()) config.time_limit_seconds = parse_duration(s.time_limit, "--time-limit");
+  if (s.time_limit) config.time_limit_seconds = s.time_limit->seconds;
   return config;
 }
 
@@ -482,17 +473,17 @@ int finish_at_time_limit(const TrainSettings& s, Trainer& trainer, data::Loader*
   if (test_loader && at.batch_in_epoch > 0) {
     last_test = trainer.evaluate(*test_loader);
     std::printf("time limit %s reached: test loss %.4f acc %.2f%% at epoch %lld, batch %lld (step %lld)\n",
-                s.time_limit.c_str(), last_test.loss, 100.0 * last_test.accuracy, static_cast<long long>(at.epoch + 1),
+                s.time_limit->text.c_str(), last_test.loss, 100.0 * last_test.accuracy, static_cast<long long>(at.epoch + 1),
                 static_cast<long long>(at.batch_in_epoch), static_cast<long long>(at.step));
     curve.add_epoch(at.step, true, last_test.loss, last_test.accuracy);
   } else {
-    std::printf("time limit %s reached at the end of epoch %lld (step %lld)\n", s.time_limit.c_str(),
+    std::printf("time limit %s reached at the end of epoch %lld (step %lld)\n", s.time_limit->text.c_str(),
                 static_cast<long long>(at.epoch), static_cast<long long>(at.step));
   }
   curve.draw();
   if (last_test.count > 0) reporter.per_class_table(last_test, train_set.class_names());
   std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s\n",
-              s.checkpoint.c_str(), s.checkpoint.c_str(), s.time_limit.c_str());
+              s.checkpoint.c_str(), s.checkpoint.c_str(), s.time_limit->text.c_str());
   if (curve.drawn()) std::printf("training curve: %s\n", curve.png().c_str());
   return 0;
 }
@@ -542,13 +533,13 @@ int run_and_report(const TrainSettings& s, const std::string& spec, const TrainD
   return 0;
 }
 
-int train(TrainSettings s, const std::vector<std::string>& given, const std::shared_ptr<ProcessGroup>& world) {
+int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   // The first process alone prints progress and writes the metrics.
   const bool first = !world || world->rank() == 0;
   LS_CHECK(s.init.empty() || s.resume.empty(), "--init starts a new run from pretrained weights; --resume ", s.resume,
            " continues from its checkpoint's: give one of the two");
   CheckpointInfo resume_info;
-  const std::vector<Device> devices = settle_settings(s, given, world.get(), resume_info);
+  const std::vector<Device> devices = settle_settings(s, world.get(), resume_info);
   share_cpu_cores(devices, world.get());
   // Find out now, not after the first epoch, that an output cannot be written
   // or would overwrite what it must not; then keep other runs off the
@@ -559,10 +550,10 @@ int train(TrainSettings s, const std::vector<std::string>& given, const std::sha
     checkpoint_lock.emplace(s.checkpoint);
   }
 
-  const TrainData train_data = open_data(s, given);
+  const TrainData train_data = open_data(s);
   const bool imagenet_by_default = resolve_normalize(s, train_data);
   if (!s.resume.empty()) check_resumed_data(s, resume_info, *train_data.train, first);
-  const std::string spec = choose_model_spec(s, given, resume_info, *train_data.train);
+  const std::string spec = choose_model_spec(s, resume_info, *train_data.train);
   // Before the loader's batch buffers and the replicas are allocated.
   if (devices[0].is_cpu())
     check_step_memory(s, spec, static_cast<int64_t>(devices.size()) * (world ? world->size() : 1),

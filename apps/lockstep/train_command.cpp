@@ -1,22 +1,20 @@
-// lockstep train: data, model, replicas and trainer wired together, with
-// Ctrl-C turned into "finish the step, write the checkpoint, exit".
+// lockstep train: data, model, replicas and trainer wired together, run with
+// Ctrl-C turned into "finish the step, write the checkpoint, exit"
+// (stop_signals.h), and how the run ended told.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <filesystem>
 #include <thread>
-#include <unistd.h>
 
 #include "commands.h"
+#include "curve_drawer.h"
 #include "data_check.h"
-#include "duration.h"
-#include "training_curve.h"
+#include "stop_signals.h"
+#include "time_limit_report.h"
 #include "data/loader.h"
 #include "base/error.h"
 #include "base/printable.h"
@@ -36,51 +34,6 @@
 namespace lockstep::app {
 
 namespace {
-
-std::atomic<Trainer*> active_trainer{nullptr};
-std::atomic<int> signal_count{0};  // lock-free, so safe in a signal handler
-
-void say(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }  // async-signal-safe
-
-void on_signal(int signal) {
-  // The first signal asks for a clean stop: finish the step, write the
-  // checkpoint. A second one stops at once: it takes the default action
-  // (blocked while this handler runs, it is delivered as it returns). A
-  // checkpoint is replaced only by a rename, so the last one written stays
-  // whole; a temporary file left mid-write is removed by the next run.
-  if (signal_count.fetch_add(1) > 0) {
-    say("\nlockstep: stopped at once; the last checkpoint written is intact\n");
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
-    return;
-  }
-  say("\nlockstep: stopping after this step and writing the checkpoint (again to stop at once)\n");
-  if (Trainer* t = active_trainer.load()) t->request_stop();
-}
-
-// Installs on_signal for SIGINT and SIGTERM while it lives.
-class SignalGuard {
-public:
-  explicit SignalGuard(Trainer& trainer) {
-    signal_count.store(0);
-    active_trainer.store(&trainer);
-    struct sigaction action {};
-    action.sa_handler = on_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~SignalGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    active_trainer.store(nullptr);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-
-private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 void validate(const TrainSettings& s) {
   // Named here, before any data is read (a model spec's own error would show its internals).
@@ -182,12 +135,6 @@ std::string world_text(const std::vector<Device>& devices, const ProcessGroup* w
 }
 
 int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world);
-
-// Trainer::run with Ctrl-C and SIGTERM turned into a stop request.
-bool run_with_signals(Trainer& trainer) {
-  SignalGuard signals(trainer);
-  return trainer.run();
-}
 
 // A process after the first: trains in step with the others, prints nothing,
 // writes nothing; a stop (Ctrl-C or SIGTERM to any process) ends all at one step.
@@ -432,60 +379,6 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(resume_info.batch_in_epoch),
                 static_cast<long long>(trainer.step()));
   std::fflush(stdout);
-}
-
-// The training-curve PNG, redrawn after every epoch; a problem drawing it is told once.
-class CurveDrawer {
-public:
-  CurveDrawer(std::string title, std::string png, ProgressReporter& reporter)
-      : curve_(std::move(title)), png_(std::move(png)), reporter_(reporter) {}
-  const std::string& png() const { return png_; }
-  void add_step(int64_t step, double loss, double accuracy) { curve_.add_step(step, loss, accuracy); }
-  void add_epoch(int64_t step, bool has_test, double test_loss, double test_accuracy) {
-    curve_.add_epoch(step, has_test, test_loss, test_accuracy);
-  }
-  // Whether the last draw() made the picture (no gnuplot: no picture to name).
-  bool drawn() const { return drawn_; }
-  void draw() {
-    const std::string problem = curve_.draw(png_);
-    drawn_ = problem.empty();
-    if (!problem.empty() && !warned_) {
-      reporter_.break_line();
-      std::fprintf(stderr, "notice: no training-curve picture %s: %s\n", png_.c_str(), problem.c_str());
-      warned_ = true;
-    }
-  }
-
-private:
-  TrainingCurve curve_;
-  std::string png_;
-  ProgressReporter& reporter_;
-  bool warned_ = false;
-  bool drawn_ = false;
-};
-
-// Past the time limit: evaluates where training stopped (unless an epoch
-// just ended and was evaluated), draws the curve, says how to go on.
-int finish_at_time_limit(const TrainSettings& s, Trainer& trainer, data::Loader* test_loader,
-                         const data::Dataset& train_set, ProgressReporter& reporter, CurveDrawer& curve,
-                         Evaluation last_test) {
-  const CheckpointInfo at = trainer.checkpoint_info();
-  if (test_loader && at.batch_in_epoch > 0) {
-    last_test = trainer.evaluate(*test_loader);
-    std::printf("time limit %s reached: test loss %.4f acc %.2f%% at epoch %lld, batch %lld (step %lld)\n",
-                s.time_limit->text.c_str(), last_test.loss, 100.0 * last_test.accuracy, static_cast<long long>(at.epoch + 1),
-                static_cast<long long>(at.batch_in_epoch), static_cast<long long>(at.step));
-    curve.add_epoch(at.step, true, last_test.loss, last_test.accuracy);
-  } else {
-    std::printf("time limit %s reached at the end of epoch %lld (step %lld)\n", s.time_limit->text.c_str(),
-                static_cast<long long>(at.epoch), static_cast<long long>(at.step));
-  }
-  curve.draw();
-  if (last_test.count > 0) reporter.per_class_table(last_test, train_set.class_names());
-  std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s\n",
-              s.checkpoint.c_str(), s.checkpoint.c_str(), s.time_limit->text.c_str());
-  if (curve.drawn()) std::printf("training curve: %s\n", curve.png().c_str());
-  return 0;
 }
 
 // Runs the trainer with the progress bar, the metrics file and the curve

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,9 +15,9 @@
 #include "data/loader.h"
 #include "distributed/world.h"
 #include "kernels/cpu/thread_pool.h"
-#include "layers/models.h"
 #include "preflight.h"
 #include "progress.h"
+#include "replica_models.h"
 #include "resume_checks.h"
 #include "settings_checks.h"
 #include "setup.h"
@@ -28,7 +27,6 @@
 #include "train_data.h"
 #include "train_options.h"
 #include "training/checkpoint_lock.h"
-#include "training/pretrained.h"
 #include "training/trainer.h"
 #include "world_agreement.h"
 #include "world_errors.h"
@@ -37,20 +35,9 @@ namespace lockstep::app {
 
 namespace {
 
-int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world);
-
 // A process after the first: trains in step with the others, prints nothing,
 // writes nothing; a stop (Ctrl-C or SIGTERM to any process) ends all at one step.
 int finish_quietly(Trainer& trainer) { return run_with_signals(trainer) ? 0 : 130; }
-
-}  // namespace
-
-int run_train(const TrainFlags& flags) {
-  std::shared_ptr<ProcessGroup> world = join_world();
-  return run_in_world(world, [&] { return train(flags.settings(), world); });
-}
-
-namespace {
 
 // The settings this run trains with: the checkpoint's when resuming (read
 // into `resume_info`), the machine's defaults, then the derived ones (data
@@ -174,38 +161,15 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
     check_processes_agree(*world, run_settings(s, spec, data::format_name(train_data.sets.format),
                                                *train_data.train, train_data.test.get(), resume_position));
   }
-  const uint64_t seed = s.seed;
-  // --init: the file is read once, checked, and copied into every replica.
-  std::optional<PretrainedWeights> pretrained;
-  if (!s.init.empty()) {
-    check_torchvision_model(spec, "--init " + s.init);
-    pretrained = read_pretrained(s.init);
-  }
-  std::mutex init_mutex;
-  PretrainedLoad init_result;
-  int64_t head_offset = 0;  // where the classifier's parameters start: the same in every replica
-  ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> {
-    auto model = build_model_from_spec(spec, d, seed);
-    model->freeze_backbone(s.freeze_backbone);
-    {
-      std::lock_guard<std::mutex> lock(init_mutex);
-      head_offset = model->head_param_offset();
-    }
-    if (pretrained) {
-      PretrainedLoad loaded = load_pretrained(*model, *pretrained, train_data.train->class_names());
-      std::lock_guard<std::mutex> lock(init_mutex);
-      init_result = loaded;
-    }
-    return model;
-  };
-  ReplicaManager replicas(factory, devices, replica_options(s, world));
+  ReplicaModels models(s, spec, train_data.train->class_names());
+  ReplicaManager replicas(models.factory(), devices, replica_options(s, world));
   if (first && s.cuda_graphs && !replicas.graphs_in_use())
     std::fprintf(stderr, "notice: --cuda-graphs: steps run eagerly, %s\n",
                  replicas.replicas_share_a_device()
                      ? "since replicas sharing a GPU wait for it on the host in each gradient sum"
                      : "since a run across processes keeps its collectives eager for their watchdog");
   TrainerConfig config = trainer_config(s, train_data, loaders.train->normalization());
-  if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = head_offset;
+  if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = models.head_offset();
   Trainer trainer(replicas, *loaders.train, loaders.test.get(), config);
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
 
@@ -213,10 +177,15 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
   for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
   print_data_and_model_notes(s, train_data, imagenet_by_default);
-  if (pretrained) print_init(s, init_result, train_data.train->num_classes());
+  if (models.initialised()) print_init(s, models.init_result(), train_data.train->num_classes());
   return run_and_report(s, spec, train_data, loaders, trainer);
 }
 
 }  // namespace
+
+int run_train(const TrainFlags& flags) {
+  std::shared_ptr<ProcessGroup> world = join_world();
+  return run_in_world(world, [&] { return train(flags.settings(), world); });
+}
 
 }  // namespace lockstep::app

@@ -126,8 +126,9 @@ GivenFlags from_metadata(TrainSettings& s, const std::map<std::string, std::stri
   take("label_smoothing", "--label-smoothing", [&](const std::string& v) { s.label_smoothing = std::stof(v); });
   take("freeze_backbone", "--freeze-backbone", [&](const std::string& v) { s.freeze_backbone = v == "1"; });
   take("backbone_lr_scale", "--backbone-lr-scale", [&](const std::string& v) { s.backbone_lr_scale = std::stof(v); });
-  // A schedule this build does not know is named by parse_schedule's own
-  // error, which lists the ones it knows (below, out of take's rewording).
+  // A schedule this build does not know is refused in parse_schedule's own
+  // words, which list the known ones: parsed after take(), which would
+  // reword them.
   std::optional<std::string> schedule;
   take("schedule", "--schedule", [&](const std::string& v) { schedule = v; });
   take("warmup_epochs", "--warmup-epochs", [&](const std::string& v) { s.warmup_epochs = std::stod(v); });

@@ -28,8 +28,8 @@ public:
 private:
   CLI::App& command_;
   TrainSettings values_;  // the flags CLI11 converts itself
-  // The flags parsed here: CLI11 checks the names of the first three, and
-  // nothing of the last.
+  // The text settings() parses: CLI11 has checked the first three against
+  // the names they may take, and --time-limit not at all.
   std::string schedule_, precision_, memory_format_, time_limit_;
   bool no_dropout_ = false;
 };

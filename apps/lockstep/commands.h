@@ -5,10 +5,11 @@
 #include <vector>
 
 #include "settings.h"
+#include "train_flags.h"
 
 namespace lockstep::app {
 
-int run_train(TrainSettings settings, const std::vector<std::string>& given);
+int run_train(const TrainFlags& flags);
 
 struct EvalSettings {
   std::string checkpoint, data, devices = "all";

@@ -8,7 +8,7 @@
 
 namespace lockstep::app {
 
-double parse_duration(const std::string& text, const std::string& flag) {
+Duration parse_duration(const std::string& text, const std::string& flag) {
   auto bad = [&](const std::string& why) {
     LS_FAIL(flag, " ", text, ": ", why, "; expected a duration such as 20s, 10m, 1h or 1h30m");
   };
@@ -38,7 +38,7 @@ double parse_duration(const std::string& text, const std::string& flag) {
     total += value * unit;
   }
   if (!(total > 0.0) || !std::isfinite(total)) bad("not a positive duration");
-  return total;
+  return {text, total};
 }
 
 }  // namespace lockstep::app

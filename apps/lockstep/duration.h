@@ -5,7 +5,14 @@
 
 namespace lockstep::app {
 
-// Seconds in `text` (positive and finite); throws naming `flag` and the text otherwise.
-double parse_duration(const std::string& text, const std::string& flag);
+// A duration as the user wrote it, which messages repeat ("time limit 1h30m
+// reached"), and in seconds.
+struct Duration {
+  std::string text;
+  double seconds = 0.0;
+};
+
+// `text` as a Duration (positive and finite); throws naming `flag` and the text otherwise.
+Duration parse_duration(const std::string& text, const std::string& flag);
 
 }  // namespace lockstep::app

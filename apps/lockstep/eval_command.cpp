@@ -29,7 +29,7 @@ namespace {
 int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   LoadedCheckpoint ck = read_checkpoint(s.checkpoint);
   const auto& extra = ck.info.extra;
-  auto meta = [&](const char* key) { return extra.count(key) ? extra.at(key) : std::string(); };
+  auto meta = [&](const char* key) { return checkpoint_setting(extra, key); };
   LS_CHECK(s.batch >= 1, "--batch must be at least 1, got ", s.batch);
 
   data::DataOptions options;
@@ -74,8 +74,7 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   // a file of another kind (unless --force): checked before the evaluation.
   if (!s.plot.empty())
     check_picture_output(s.plot, "--plot", {{s.checkpoint, "--checkpoint"}, {data_path, "--data"}}, s.force);
-  data::Normalization norm;
-  if (extra.count("normalization")) norm = normalization_from_json(extra.at("normalization"));
+  const data::Normalization norm = checkpoint_normalization(extra);
   auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads, s.skip_bad_images);
 
   std::vector<Device> devices = resolve_devices(s.devices, 1, true);

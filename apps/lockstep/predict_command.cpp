@@ -92,11 +92,10 @@ int run_predict(const PredictSettings& s) {
   LoadedCheckpoint ck = read_checkpoint(s.checkpoint);
   auto model = build_model_from_spec(ck.info.model_spec, Device::cpu(), 0);
   load_into(*model, ck, s.checkpoint);
-  data::Normalization norm;
-  if (ck.info.extra.count("normalization")) norm = normalization_from_json(ck.info.extra.at("normalization"));
+  const data::Normalization norm = checkpoint_normalization(ck.info.extra);
   const std::vector<std::string> images = expand_images(s.images);
   data::DataOptions fit;  // the checkpoint's way of fitting an image to the input, as its test images
-  set_image_fit(fit, ck.info.extra.count("augment") ? ck.info.extra.at("augment") : "");
+  set_image_fit(fit, checkpoint_setting(ck.info.extra, "augment"));
 
   Shape shape = model->input_shape();
   const int64_t classes = model->num_classes();

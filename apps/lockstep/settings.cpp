@@ -2,7 +2,6 @@
 
 #include <filesystem>
 
-#include <algorithm>
 #include <exception>
 #include <sstream>
 
@@ -13,9 +12,6 @@
 namespace lockstep::app {
 
 namespace {
-bool was_given(const std::vector<std::string>& given, const std::string& flag) {
-  return std::find(given.begin(), given.end(), flag) != given.end();
-}
 // Enough digits to read back the same value (std::to_string keeps only 6 decimals).
 std::string exact(double value) {
   std::ostringstream out;
@@ -25,12 +21,12 @@ std::string exact(double value) {
 }
 }  // namespace
 
-void apply_defaults(TrainSettings& s, Device device, const std::vector<std::string>& given) {
+void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled) {
   auto set = [&](const char* flag, auto& field, auto value) {
-    if (!was_given(given, flag)) field = value;
+    if (!settled.contains(flag)) field = value;
   };
-  if (!was_given(given, "--memory-format"))  // the library's rule, for what this run trains with
-    s.memory_format = memory_format_name(default_memory_format(parse_precision(s.precision, "--precision"), device));
+  if (!settled.contains("--memory-format"))  // the library's rule, for what this run trains with
+    s.memory_format = default_memory_format(s.precision, device);
   if (device.is_cuda()) {
     set("--model", s.model, std::string("resnet18"));
     set("--epochs", s.epochs, int64_t(15));
@@ -69,7 +65,7 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"label_smoothing", exact(s.label_smoothing)},
           {"freeze_backbone", s.freeze_backbone ? "1" : "0"},
           {"backbone_lr_scale", exact(s.backbone_lr_scale)},
-          {"schedule", s.schedule},
+          {"schedule", schedule_name(s.schedule)},
           {"warmup_epochs", exact(s.warmup_epochs)},
           {"augment", s.augment},
           {"normalize", s.normalize},
@@ -80,8 +76,8 @@ std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
           {"test_fraction", exact(s.test_fraction)},
           {"sync_bn", s.sync_bn ? "1" : "0"},
           {"dropout", s.dropout ? "1" : "0"},
-          {"precision", s.precision},
-          {"memory_format", s.memory_format}};
+          {"precision", precision_name(s.precision)},
+          {"memory_format", memory_format_name(s.memory_format)}};
 }
 
 std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::map<std::string, std::string>& meta) {
@@ -105,18 +101,17 @@ std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::ma
   return changes;
 }
 
-std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
-                                       const std::vector<std::string>& given) {
-  std::vector<std::string> settled = given;
+GivenFlags from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta) {
+  GivenFlags settled = s.given;
   auto take = [&](const char* key, const char* flag, auto apply) {
     auto it = meta.find(key);
-    if (it == meta.end() || was_given(given, flag)) return;
+    if (it == meta.end() || s.given.contains(flag)) return;
     try {
       apply(it->second);
     } catch (const std::exception&) {  // std::stoll's own message is only "stoll"
       LS_FAIL("the checkpoint's setting '", key, "' (", flag, ") is \"", it->second, "\", not a valid value");
     }
-    settled.push_back(flag);
+    settled.add(flag);
   };
   take("data", "--data", [&](const std::string& v) { s.data = v; });
   take("test_data", "--test-data", [&](const std::string& v) { s.test_data = v; });
@@ -131,7 +126,11 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   take("label_smoothing", "--label-smoothing", [&](const std::string& v) { s.label_smoothing = std::stof(v); });
   take("freeze_backbone", "--freeze-backbone", [&](const std::string& v) { s.freeze_backbone = v == "1"; });
   take("backbone_lr_scale", "--backbone-lr-scale", [&](const std::string& v) { s.backbone_lr_scale = std::stof(v); });
-  take("schedule", "--schedule", [&](const std::string& v) { s.schedule = v; });
+  // A schedule this build does not know is refused in parse_schedule's own
+  // words, which list the known ones: parsed after take(), which would
+  // reword them.
+  std::optional<std::string> schedule;
+  take("schedule", "--schedule", [&](const std::string& v) { schedule = v; });
   take("warmup_epochs", "--warmup-epochs", [&](const std::string& v) { s.warmup_epochs = std::stod(v); });
   take("augment", "--augment", [&](const std::string& v) { s.augment = v; });
   take("normalize", "--normalize", [&](const std::string& v) { s.normalize = v; });
@@ -146,14 +145,11 @@ std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::str
   // a resumed run draws its curve at --plot or beside its checkpoint. Older
   // checkpoints' "plot" entry is ignored.
   take("sync_bn", "--sync-bn", [&](const std::string& v) { s.sync_bn = v == "1"; });
-  take("precision", "--precision", [&](const std::string& v) {
-    parse_precision(v, "--precision");  // a value this build does not know is the checkpoint's error
-    s.precision = v;
-  });
-  take("memory_format", "--memory-format", [&](const std::string& v) {
-    parse_memory_format(v, "--memory-format");  // as precision: an unknown value is the checkpoint's error
-    s.memory_format = v;
-  });
+  // A precision or memory format this build does not know is the checkpoint's error.
+  take("precision", "--precision", [&](const std::string& v) { s.precision = parse_precision(v, "--precision"); });
+  take("memory_format", "--memory-format",
+       [&](const std::string& v) { s.memory_format = parse_memory_format(v, "--memory-format"); });
+  if (schedule) s.schedule = parse_schedule(*schedule);
   return settled;
 }
 

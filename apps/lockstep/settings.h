@@ -1,7 +1,8 @@
 #pragma once
-// What `lockstep train` runs with: every flag's value, the defaults chosen
-// for the machine (GPU or CPU), and their round trip through a checkpoint's
-// metadata so that --resume continues with the same settings.
+// What `lockstep train` runs with: every flag's value, parsed (train_flags.h),
+// and which flags were given; the defaults chosen for the machine (GPU or
+// CPU); and their round trip through a checkpoint's metadata so that --resume
+// continues with the same settings.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -9,7 +10,12 @@
 #include <vector>
 
 #include "data/image_folder.h"
+#include "duration.h"
+#include "given_flags.h"
+#include "kernels/memory_format.h"
 #include "runtime/device.h"
+#include "runtime/precision.h"
+#include "training/lr_schedule.h"
 
 namespace lockstep::app {
 
@@ -33,7 +39,7 @@ struct TrainSettings {
   // lr * backbone_lr_scale. Both saved.
   bool freeze_backbone = false;
   float backbone_lr_scale = 1.0f;
-  std::string schedule = "cosine";
+  ScheduleKind schedule = ScheduleKind::cosine;
   double warmup_epochs = 0.0;
   std::string devices = "all";
   int replicas = 1;             // replicas per device (several on one GPU or the CPU)
@@ -63,7 +69,7 @@ struct TrainSettings {
   bool force = false;           // --checkpoint/--metrics may overwrite a file of another kind (never an input)
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // images declaring more are refused
   double test_fraction = 0.1;   // a single class folder: the share of each class held out for testing
-  std::string time_limit;       // "10m", "1h", "20s": stop, evaluate and checkpoint past it (empty: none)
+  std::optional<Duration> time_limit;  // "10m", "1h", "20s": stop, evaluate and checkpoint past it
   std::string plot;             // training-curve PNG (empty: beside the checkpoint); not saved
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
   double bucket_mb = 25.0;      // gradient all-reduce bucket size (MiB); results do not depend on it
@@ -73,14 +79,15 @@ struct TrainSettings {
   // math on a GPU and computes in FP32 on the CPU; bf16 stores activations in
   // bf16 on a GPU and rounds them in FP32 storage on the CPU. Saved, so
   // --resume continues in the same precision.
-  std::string precision = "tf32";
+  Precision precision = Precision::tf32;
   // nchw or nhwc (runtime/memory_format_option.h): how the activations lie
   // (ContextOptions::memory_format); the weights, checkpoints and
   // predictions do not change. Not given, apply_defaults sets the library's
   // default for the precision and device (default_memory_format: nhwc for
   // bf16 on a GPU, nchw otherwise). Saved as resolved, so --resume continues
   // in the same format.
-  std::string memory_format;
+  MemoryFormat memory_format = MemoryFormat::nchw;
+  GivenFlags given;  // the flags on the command line
 };
 
 // Fills the settings the user did not give with the defaults for the machine
@@ -89,7 +96,8 @@ struct TrainSettings {
 // within minutes on two cores. The memory format follows the settled
 // precision, so the checkpoint and the check at the end of settling see the
 // format that trains.
-void apply_defaults(TrainSettings& s, Device device, const std::vector<std::string>& given);
+// `settled`: the flags given or taken from a checkpoint (from_metadata).
+void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled);
 
 // The training-curve PNG: --plot, or the checkpoint's name with .png.
 std::string curve_path(const TrainSettings& s);
@@ -104,11 +112,10 @@ struct SettingChange {
 // batch, seed, precision, model options), where `s` differs from `meta`.
 std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::map<std::string, std::string>& meta);
 
-// The settings as checkpoint metadata, and back (only those not in `given`).
-// Returns `given` plus the flags whose values came from the metadata, so the
-// machine's defaults fill only what is left.
+// The settings as checkpoint metadata, and back (only those not in
+// `s.given`). Returns `s.given` plus the flags whose values came from the
+// metadata, so the machine's defaults fill only what is left.
 std::map<std::string, std::string> to_metadata(const TrainSettings& s);
-std::vector<std::string> from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta,
-                                       const std::vector<std::string>& given);
+GivenFlags from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta);
 
 }  // namespace lockstep::app

@@ -93,4 +93,14 @@ data::Normalization normalization_from_json(const std::string& text) {
   return n;
 }
 
+std::string checkpoint_setting(const std::map<std::string, std::string>& extra, const std::string& key) {
+  const auto it = extra.find(key);
+  return it == extra.end() ? std::string() : it->second;
+}
+
+data::Normalization checkpoint_normalization(const std::map<std::string, std::string>& extra) {
+  const auto it = extra.find("normalization");
+  return it == extra.end() ? data::Normalization{} : normalization_from_json(it->second);
+}
+
 }  // namespace lockstep::app

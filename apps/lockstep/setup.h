@@ -1,6 +1,7 @@
 #pragma once
 // The pieces every command wires together: devices from --devices and
 // --replicas, data sets from a path, the normalisation a checkpoint carries.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,5 +36,11 @@ void set_image_fit(data::DataOptions& options, const std::string& augment);
 
 std::string normalization_to_json(const data::Normalization& n);
 data::Normalization normalization_from_json(const std::string& text);
+
+// A checkpoint's setting `key` from its metadata (`extra`): "" when it has
+// none, as one written before the setting was saved.
+std::string checkpoint_setting(const std::map<std::string, std::string>& extra, const std::string& key);
+// The normalisation a checkpoint saved; none (no mean, no std) when it saved none.
+data::Normalization checkpoint_normalization(const std::map<std::string, std::string>& extra);
 
 }  // namespace lockstep::app

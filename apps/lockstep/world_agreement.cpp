@@ -70,7 +70,7 @@ std::vector<NamedSetting> run_settings(const TrainSettings& s, const std::string
   std::vector<NamedSetting> out;
   out.push_back({"the model", spec});
   for (const auto& [key, name] : saved) out.push_back({name, meta.at(key)});
-  out.push_back({"--time-limit", s.time_limit});
+  out.push_back({"--time-limit", s.time_limit ? s.time_limit->text : ""});
   // The gradient buckets are the units of the sums across processes.
   out.push_back({"--bucket-mb", std::to_string(s.bucket_mb)});
   out.push_back({"--first-bucket-mb", std::to_string(s.first_bucket_mb)});

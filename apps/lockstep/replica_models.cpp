@@ -1,0 +1,35 @@
+#include "replica_models.h"
+
+#include <utility>
+
+#include "layers/models.h"
+
+namespace lockstep::app {
+
+ReplicaModels::ReplicaModels(const TrainSettings& s, std::string spec, std::vector<std::string> class_names)
+    : spec_(std::move(spec)), seed_(s.seed), freeze_backbone_(s.freeze_backbone),
+      class_names_(std::move(class_names)) {
+  if (!s.init.empty()) {
+    check_torchvision_model(spec_, "--init " + s.init);
+    pretrained_ = read_pretrained(s.init);
+  }
+}
+
+ModelFactory ReplicaModels::factory() {
+  return [this](Device d) -> std::unique_ptr<Model> {
+    auto model = build_model_from_spec(spec_, d, seed_);
+    model->freeze_backbone(freeze_backbone_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      head_offset_ = model->head_param_offset();
+    }
+    if (pretrained_) {
+      PretrainedLoad loaded = load_pretrained(*model, *pretrained_, class_names_);
+      std::lock_guard<std::mutex> lock(mutex_);
+      init_result_ = loaded;
+    }
+    return model;
+  };
+}
+
+}  // namespace lockstep::app

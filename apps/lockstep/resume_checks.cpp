@@ -1,0 +1,42 @@
+#include "resume_checks.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "data_check.h"
+
+namespace lockstep::app {
+
+void check_resume_changes(const TrainSettings& s, const CheckpointInfo& resume_info) {
+  const std::vector<SettingChange> changes = meaning_changes(s, resume_info.extra);
+  for (const SettingChange& c : changes) {
+    const bool epoch_shape = c.flag == "--batch" || c.flag == "--limit" || c.flag == "--drop-last";
+    LS_CHECK(!(epoch_shape && resume_info.batch_in_epoch > 0), "--resume ", s.resume, " stopped after batch ",
+             resume_info.batch_in_epoch, " of an epoch; ", c.flag, " cannot change mid-epoch (the checkpoint's ",
+             c.saved, ", given ", c.given, "): resume without it, or from a checkpoint written at an epoch's end");
+    // A flag without a value reads as the setting it switches: "--drop-last
+    // (drop_last 1)".
+    const bool switch_flag = c.flag == "--no-dropout" || c.flag == "--drop-last" || c.flag == "--sync-bn";
+    const std::string given = switch_flag ? c.flag + " (" + c.key + " " + c.given + ")" : c.flag + " " + c.given;
+    LS_CHECK(s.force, "--resume ", s.resume, ": ", given, " differs from the checkpoint's ", c.saved,
+             ", which would make the resumed run another run; leave it out to continue, or give --force to change it");
+    std::printf("resume: %s replaces the checkpoint's %s (--force)\n", given.c_str(), c.saved.c_str());
+  }
+}
+
+void check_resumed_data(const TrainSettings& s, const CheckpointInfo& info, const data::Dataset& train, bool first) {
+  if (!s.force) check_same_classes(info.class_names, train.class_names(), s.data, s.resume);
+  const std::vector<std::string> changes = data_changes(info.extra, "train", train);
+  if (changes.empty()) return;
+  std::string text;
+  for (const std::string& c : changes) text += (text.empty() ? "" : "; ") + c;
+  LS_CHECK(info.batch_in_epoch == 0, "--resume ", s.resume, " stopped after batch ", info.batch_in_epoch,
+           " of an epoch, and the training data at ", s.data, " changed since (", text,
+           "): the epoch goes on only on the same data; restore it, or resume from a checkpoint written at an "
+           "epoch's end");
+  if (first) std::printf("notice: the training data at %s changed since the checkpoint: %s\n", s.data.c_str(), text.c_str());
+}
+
+}  // namespace lockstep::app

@@ -1,0 +1,16 @@
+#pragma once
+// The settings of `lockstep train` checked once settled (given, taken from
+// the checkpoint resumed, or the machine's defaults), before any data is
+// read: each value in its range, and the combinations that mean nothing or
+// would be ignored without a word.
+#include <vector>
+
+#include "runtime/device.h"
+#include "settings.h"
+
+namespace lockstep::app {
+
+// Throws naming the first flag whose value cannot train; `devices`: the replicas'.
+void check_settings(const TrainSettings& s, const std::vector<Device>& devices);
+
+}  // namespace lockstep::app

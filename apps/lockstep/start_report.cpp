@@ -1,0 +1,75 @@
+#include "start_report.h"
+
+#include <cstdio>
+
+#include "base/printable.h"
+
+namespace lockstep::app {
+
+namespace {
+
+// "on 3 processes x 2 replicas (6 in all) on 2 hosts over MPI (Open MPI v4.1.4)", or "on 2 replicas".
+std::string world_text(const std::vector<Device>& devices, const ProcessGroup* world) {
+  std::string local = std::to_string(devices.size()) + " replica" + (devices.size() == 1 ? "" : "s");
+  if (!world) return "on " + local;
+  return "on " + std::to_string(world->size()) + " processes x " + local + " (" +
+         std::to_string(world->size() * devices.size()) + " in all) on " + std::to_string(world->hosts()) + " host" +
+         (world->hosts() == 1 ? "" : "s") + " over " + world->transport();
+}
+
+}  // namespace
+
+void print_start(const TrainSettings& s, const std::string& spec, const TrainData& d,
+                 const std::vector<Device>& devices, const ProcessGroup* world, const Trainer& trainer,
+                 const CheckpointInfo& resume_info) {
+  if (s.devices == "all" && devices[0].is_cpu()) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
+  std::printf("training %s on %s (%s, %lld training samples%s) %s [%s], batch %lld, lr %g, %lld epoch%s\n",
+              spec.c_str(), s.data.c_str(), data::format_name(d.sets.format), static_cast<long long>(d.train->size()),
+              d.test ? (", " + std::to_string(d.test->size()) + " test").c_str() : "",
+              world_text(devices, world).c_str(), devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
+              static_cast<long long>(s.epochs), s.epochs == 1 ? "" : "s");
+  if (!s.resume.empty())
+    std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
+                static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(resume_info.batch_in_epoch),
+                static_cast<long long>(trainer.step()));
+  std::fflush(stdout);
+}
+
+void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool imagenet_by_default) {
+  if (d.decoded_bytes > 0) {
+    const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; };
+    if (d.decoded_kept)
+      std::printf("decoded images kept in memory: %.1f MiB of a %.1f MiB budget (--cache-mb), each decoded once\n",
+                  mib(d.decoded_bytes), mib(d.cache_budget));
+    else
+      std::printf("images decoded in every epoch (all or some): kept they would take %.1f MiB, more than the "
+                  "%.1f MiB budget (--cache-mb)\n",
+                  mib(d.decoded_bytes), mib(d.cache_budget));
+  }
+  if (imagenet_by_default)
+    std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
+  if (s.freeze_backbone)
+    std::printf("backbone frozen: the classifier alone trains, the layers before it run as in inference\n");
+  else if (s.backbone_lr_scale != 1.0f)
+    std::printf("the layers before the classifier learn at %g x the learning rate\n", s.backbone_lr_scale);
+}
+
+void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes) {
+  std::printf("initialised from %s: %lld tensors (%s names)\n", s.init.c_str(),
+              static_cast<long long>(init_result.tensors),
+              init_result.names == StateDictNames::timm ? "timm" : "torchvision");
+  if (init_result.other_classes) {
+    std::string names;
+    for (const std::string& n : init_result.file_class_names) names += (names.empty() ? "" : ", ") + n;
+    std::printf("the classifier %s was re-initialised: the file's %lld classes are others (%s)\n",
+                init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
+                printable(names, 200, "").c_str());
+  } else if (init_result.head_reinitialised) {
+    std::printf("the classifier %s was re-initialised: %lld classes in the file, %lld here\n",
+                init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
+                static_cast<long long>(classes));
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace lockstep::app

@@ -1,0 +1,33 @@
+#pragma once
+// The lines `lockstep train` prints before its first step: what trains on
+// what, where a resumed run goes on from, and what the run chose on its own
+// (image caching, normalisation, the backbone's learning, the classifier
+// --init replaced).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "distributed/process_group.h"
+#include "settings.h"
+#include "train_data.h"
+#include "training/checkpoint.h"
+#include "training/pretrained.h"
+#include "training/trainer.h"
+
+namespace lockstep::app {
+
+// The lines before the first step: what trains on what, and where a resumed run goes on from.
+void print_start(const TrainSettings& s, const std::string& spec, const TrainData& d,
+                 const std::vector<Device>& devices, const ProcessGroup* world, const Trainer& trainer,
+                 const CheckpointInfo& resume_info);
+
+// The decoded-image cache (image folders), the normalisation when it was
+// chosen for the pretrained weights (`imagenet_by_default`), and a frozen or
+// slower backbone.
+void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool imagenet_by_default);
+
+// What --init loaded into a model of `classes` classes, and the classifier
+// it re-initialised.
+void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes);
+
+}  // namespace lockstep::app

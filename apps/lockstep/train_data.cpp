@@ -1,0 +1,105 @@
+#include "train_data.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/error.h"
+#include "preflight.h"
+#include "setup.h"
+
+namespace lockstep::app {
+
+namespace {
+
+// --cache-mb in bytes: given, or a quarter of the memory available now.
+int64_t cache_budget_bytes(const TrainSettings& s) {
+  if (s.cache_mb >= 0.0) return static_cast<int64_t>(std::min(s.cache_mb, 1e12) * 1048576.0);
+  return available_memory_bytes() / 4;
+}
+
+}  // namespace
+
+TrainData open_data(const TrainSettings& s) {
+  data::DataOptions data_options;
+  parse_input_shape(s.input, data_options.channels, data_options.height, data_options.width);
+  data_options.skip_bad_images = s.skip_bad_images;
+  data_options.max_image_pixels = s.max_image_pixels;
+  data_options.split_seed = s.seed;
+  set_image_fit(data_options, s.augment);
+  LS_CHECK(s.test_data.empty() || !s.given.contains("--test-fraction"),
+           "--test-fraction splits a single class folder; it does not go with --test-data ", s.test_data);
+  // With a separate test set a single class folder is not split: all of it trains.
+  data_options.test_fraction = s.test_data.empty() ? s.test_fraction : 0.0;
+  TrainData d;
+  d.cache_budget = data_options.cache_budget_bytes = cache_budget_bytes(s);
+  d.sets = data::open_dataset(s.data, data_options);
+  d.decoded_bytes = d.sets.decoded_bytes;
+  d.decoded_kept = d.sets.decoded_kept;
+  LS_CHECK(!s.given.contains("--input") || d.sets.format == data::DataFormat::image_folder, "--input ", s.input,
+           " resizes the images of a folder; ", s.data, " holds ", data::format_name(d.sets.format), " data of ",
+           d.sets.train->sample_shape().str(), " samples, which train at their own size: leave --input out");
+  LS_CHECK(d.sets.split || !s.given.contains("--test-fraction"), "--test-fraction splits a single class folder, but ",
+           s.data, d.sets.format == data::DataFormat::image_folder
+                       ? std::string(" is already split into train and test folders")
+                       : std::string(" has its own test files (") + data::format_name(d.sets.format) + ")");
+  if (!s.test_data.empty()) {
+    // The test folder in what the training images left of the budget (none when they did not fit).
+    data_options.cache_budget_bytes = d.decoded_kept ? d.cache_budget - d.decoded_bytes : 0;
+    data::DataSets separate = data::open_test_dataset(s.test_data, data_options, d.sets.train->class_names());
+    d.decoded_bytes += separate.decoded_bytes;
+    d.decoded_kept = d.decoded_kept && separate.decoded_kept;
+    d.sets.test = separate.test;
+    d.sets.skipped.merge(separate.skipped);
+  }
+  d.train = limit_dataset(d.sets.train, s.limit);
+  d.test = d.sets.test ? limit_dataset(d.sets.test, s.test_limit) : nullptr;
+  return d;
+}
+
+bool resolve_normalize(TrainSettings& s, const TrainData& d) {
+  if (!s.normalize.empty()) return false;
+  const bool imagenet = !s.init.empty() && d.train->sample_shape()[0] == 3;
+  s.normalize = imagenet ? "imagenet" : "dataset";
+  return imagenet;
+}
+
+Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d) {
+  data::LoaderConfig loader_config;
+  loader_config.batch_size = s.batch;
+  loader_config.seed = s.seed;
+  loader_config.threads = s.threads;
+  loader_config.drop_last = s.drop_last;
+  loader_config.skip_bad_images = s.skip_bad_images;
+  if (s.augment == "random-resized-crop") {
+    loader_config.augment.random_resized_crop = true;
+    loader_config.augment.horizontal_flip = true;
+  } else if (s.augment == "crop-flip") {
+    loader_config.augment.crop_padding = d.train->sample_shape()[1] >= 32 ? 4 : 2;
+    loader_config.augment.horizontal_flip = true;
+  }
+  // Resumed, the checkpoint's values (unless --normalize changed the kind,
+  // with --force); else --normalize's, the data set's computed by the loader.
+  const auto saved_kind = resume_info.extra.find("normalize");
+  const bool kind_changed = saved_kind != resume_info.extra.end() && saved_kind->second != s.normalize;
+  const int64_t channels = d.train->sample_shape()[0];
+  if (!s.resume.empty() && resume_info.extra.count("normalization") && !kind_changed) {
+    loader_config.normalization = normalization_from_json(resume_info.extra.at("normalization"));
+  } else if (s.normalize == "imagenet") {
+    LS_CHECK(channels == 3, "--normalize imagenet: ImageNet's mean and std are per RGB channel, and ", s.data,
+             " has samples of ", channels, " channel", channels == 1 ? "" : "s",
+             "; give --normalize dataset or none (or --input 3xHxW for an image folder)");
+    loader_config.normalization = data::imagenet_normalization();
+  } else if (s.normalize == "none") {
+    loader_config.normalization = data::no_normalization(channels);
+  }
+  Loaders loaders;
+  loaders.train = std::make_unique<data::Loader>(d.train, loader_config);
+  if (d.test) {
+    loaders.test = data::make_eval_loader(d.test, std::max<int64_t>(s.batch, 256), loaders.train->normalization(),
+                                          s.threads, s.skip_bad_images);
+    check_test_set(*d.train, *d.test, *loaders.test, s.test_data);
+  }
+  return loaders;
+}
+
+}  // namespace lockstep::app

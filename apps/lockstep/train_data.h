@@ -1,0 +1,43 @@
+#pragma once
+// The data `lockstep train` trains on: the training and test sets as the
+// settings open them, and the loaders that feed the replicas and the
+// evaluation.
+#include <cstdint>
+#include <memory>
+
+#include "data/loader.h"
+#include "data/open_dataset.h"
+#include "settings.h"
+#include "training/checkpoint.h"
+
+namespace lockstep::app {
+
+// The training and test sets, each cut to --limit / --test-limit, and what
+// keeping image folders' decoded images took or would take.
+struct TrainData {
+  data::DataSets sets;
+  std::shared_ptr<const data::Dataset> train, test;
+  int64_t cache_budget = 0, decoded_bytes = 0;
+  bool decoded_kept = false;
+};
+
+// The sets --data (and --test-data) hold, as --input, --augment, --limit and
+// the other data flags say; a data flag given that the data cannot honour is
+// refused.
+TrainData open_data(const TrainSettings& s);
+
+// --normalize not given (nor saved in the checkpoint resumed): imagenet for
+// pretrained weights (--init) on RGB data, which is what they were trained
+// with, else dataset. Returns whether imagenet was chosen so.
+bool resolve_normalize(TrainSettings& s, const TrainData& d);
+
+// The training loader (augmentation, the checkpoint's normalisation when
+// resuming) and the test loader, whose first batch is checked against the
+// training set's shape and classes.
+struct Loaders {
+  std::unique_ptr<data::Loader> train, test;
+};
+
+Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d);
+
+}  // namespace lockstep::app

@@ -1,0 +1,37 @@
+#pragma once
+// `lockstep train`'s command line: its flags, defined on CLI11's subcommand
+// (help text and the checks CLI11 makes), and what they got, parsed once
+// into TrainSettings.
+#include <string>
+
+#include "settings.h"
+
+namespace CLI {
+class App;
+}
+
+namespace lockstep::app {
+
+class TrainFlags {
+public:
+  // Adds the flags to `command`, which keeps pointers into this object: both
+  // live until the command has run.
+  explicit TrainFlags(CLI::App& command);
+  TrainFlags(const TrainFlags&) = delete;
+  TrainFlags& operator=(const TrainFlags&) = delete;
+
+  // After CLI11 parsed the command: the values given, the rest at their
+  // defaults, and which flags were given. Throws on a --time-limit that is
+  // not a duration.
+  TrainSettings settings() const;
+
+private:
+  CLI::App& command_;
+  TrainSettings values_;  // the flags CLI11 converts itself
+  // The text settings() parses: CLI11 has checked the first three against
+  // the names they may take, and --time-limit not at all.
+  std::string schedule_, precision_, memory_format_, time_limit_;
+  bool no_dropout_ = false;
+};
+
+}  // namespace lockstep::app

@@ -1,0 +1,71 @@
+#include "train_options.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/error.h"
+#include "data_check.h"
+#include "layers/models.h"
+#include "setup.h"
+
+namespace lockstep::app {
+
+std::chrono::milliseconds collective_timeout() {
+  const char* v = std::getenv("LOCKSTEP_COLLECTIVE_TIMEOUT");
+  if (!v || !*v) return default_collective_timeout;
+  char* end = nullptr;
+  double seconds = std::strtod(v, &end);
+  LS_CHECK(*end == '\0' && seconds > 0 && seconds < 1e6, "LOCKSTEP_COLLECTIVE_TIMEOUT='", v,
+           "': expected a positive number of seconds");
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+std::string choose_model_spec(const TrainSettings& s, const CheckpointInfo& resume_info,
+                              const data::Dataset& train_set) {
+  ModelOptions model_options;
+  model_options.dropout = s.dropout;
+  const std::string spec = model_spec(s.model, train_set.sample_shape(), train_set.num_classes(), model_options);
+  if (s.resume.empty()) return spec;
+  LS_CHECK(!s.given.contains("--model") || resume_info.model_spec == spec,
+           "--resume ", s.resume, " holds a checkpoint of '", resume_info.model_spec, "', not of '", spec, "'");
+  return resume_info.model_spec;
+}
+
+ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<ProcessGroup>& world) {
+  ReplicaOptions options;
+  options.seed = s.seed;
+  options.label_smoothing = s.label_smoothing;
+  options.processes = world;
+  options.collective_timeout = collective_timeout();
+  options.context.sync_batch_norm = s.sync_bn;
+  options.context.precision = s.precision;
+  options.context.memory_format = s.memory_format;
+  const auto bytes = [](double mib) { return static_cast<size_t>(mib * double(1 << 20)); };
+  options.bucket_bytes = bytes(s.bucket_mb);
+  options.first_bucket_bytes = bytes(s.first_bucket_mb);
+  options.cuda_graphs = s.cuda_graphs;
+  return options;
+}
+
+TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const data::Normalization& normalization) {
+  const data::Dataset& train_set = *d.train;
+  TrainerConfig config;
+  config.epochs = s.epochs;
+  config.schedule.kind = s.schedule;
+  config.schedule.base_lr = s.lr;
+  config.schedule.warmup_epochs = s.warmup_epochs;
+  config.schedule.step_epochs = std::max<double>(1.0, s.epochs / 3.0);
+  config.sgd = {s.momentum, s.weight_decay, s.nesterov, s.clip_grad_norm};
+  config.sgd.backbone_lr_scale = s.freeze_backbone ? 0.0f : s.backbone_lr_scale;
+  config.seed = s.seed;
+  config.checkpoint_path = s.checkpoint;
+  config.class_names = train_set.class_names();
+  config.checkpoint_extra = to_metadata(s);
+  config.checkpoint_extra["normalization"] = normalization_to_json(normalization);
+  // The test set as eval finds it again: whole, without --test-limit.
+  config.checkpoint_extra["data_identity"] = data_identity_json(*d.train, d.sets.test.get());
+  if (s.time_limit) config.time_limit_seconds = s.time_limit->seconds;
+  return config;
+}
+
+}  // namespace lockstep::app

@@ -2,12 +2,16 @@
 // on the CPU, ours beside PyTorch's on the same model, batch and thread count:
 //
 //   bench_cpu_step [--model resnet20] [--batch 64] [--input 3x32x32] [--classes 10]
-//                  [--steps 10] [--warmup 3] [--threads N] [--peer] [--json PATH]
+//                  [--steps 10] [--warmup 3] [--threads N] [--peer] [--rounds R] [--json PATH]
 //
 // Ours runs through a ReplicaManager with one CPU replica on a fixed random
-// batch; the figure is the median step time after the warm-up steps. With
-// --peer, bench/peers/pytorch_train.py runs the same configuration with
-// /usr/bin/python3 (Debian's torch) and the table shows the ratio. Threads:
+// batch; a round's figure is the median step time after its warm-up steps.
+// With --peer, bench/peers/pytorch_train.py runs the same configuration with
+// /usr/bin/python3 (Debian's torch), and the two engines take turns, A/B/A/B
+// over R rounds (default 5): a machine whose speed drifts (another job, the
+// hypervisor, the clock) moves both sides of a round alike, where one run of
+// each measured minutes apart moved PyTorch's time by up to 1.9x. The result
+// is the median of the rounds' ratios, with their smallest and largest. Threads:
 // lockstep's CPU compute pool on our side (every loop and GEMM, OpenBLAS one
 // thread per call inside it), and torch.set_num_threads on PyTorch's (its
 // intra-op pool, BLAS and oneDNN included); both get --threads, by default
@@ -49,15 +53,16 @@ struct Options {
   int warmup = 3;
   int threads = 0;  // 0: hardware threads
   bool peer = false;
+  int rounds = 0;  // 0: 5 with --peer, else 1
   std::string python = "/usr/bin/python3";
-  std::string peer_script = (std::filesystem::path(__FILE__).parent_path() / "peers" / "pytorch_train.py").string();
+  std::string peer_script = LOCKSTEP_SOURCE_DIR "/bench/peers/pytorch_train.py";
   std::string json_path = "bench_cpu_step.json";
 };
 
 void usage() {
   std::cout << "usage: bench_cpu_step [--model NAME] [--batch B] [--input CxHxW] [--classes K] [--steps N]\n"
-               "                      [--warmup N] [--threads T] [--peer] [--python PATH] [--peer-script PATH]\n"
-               "                      [--json PATH]\n";
+               "                      [--warmup N] [--threads T] [--peer] [--rounds R] [--python PATH]\n"
+               "                      [--peer-script PATH] [--json PATH]\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -71,6 +76,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--threads") o.threads = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--peer") o.peer = true;
+    else if (a == "--rounds") o.rounds = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--python") o.python = value();
     else if (a == "--peer-script") o.peer_script = value();
     else if (a == "--json") o.json_path = value();
@@ -78,15 +84,14 @@ Options parse(int argc, char** argv) {
     return true;
   });
   LS_CHECK(o.batch > 0 && o.steps > 0 && o.warmup >= 0, "--batch and --steps must be positive, --warmup >= 0");
+  LS_CHECK(o.rounds >= 0, "--rounds must be positive");
+  if (o.rounds == 0) o.rounds = o.peer ? 5 : 1;
   if (o.threads <= 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
 
-json run_ours(const Options& o) {
-  cpu::set_compute_threads(o.threads);  // our pool; OpenBLAS one thread per call inside it
-  const std::string spec = model_spec(o.model, o.input, o.classes, {});
-  ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, {Device::cpu()});
-
+// A fixed random batch of the configured shape.
+HostBatch random_batch(const Options& o) {
   std::mt19937 gen(0);
   std::normal_distribution<float> normal;
   std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(o.classes - 1));
@@ -94,9 +99,14 @@ json run_ours(const Options& o) {
   std::vector<int32_t> labels(o.batch);
   for (float& v : images) v = normal(gen);
   for (int32_t& v : labels) v = label(gen);
-  HostBatch batch{Tensor::from_vector(Shape{o.batch, o.input[0], o.input[1], o.input[2]}, images),
-                  Tensor::from_labels(labels), o.batch};
+  return HostBatch{Tensor::from_vector(Shape{o.batch, o.input[0], o.input[1], o.input[2]}, images),
+                   Tensor::from_labels(labels), o.batch};
+}
 
+// One round of ours: warm-up steps, then the timed ones, on a replica built
+// once for all rounds (PyTorch's side is a new process each round, and warms
+// up the same way).
+json run_ours(const Options& o, ReplicaManager& manager, const HostBatch& batch) {
   const SgdConfig sgd{0.9f, 5e-4f, false};
   for (int i = 0; i < o.warmup; ++i) manager.train_step(batch, 0.05f, sgd);
   manager.reset_phase_times();
@@ -162,32 +172,61 @@ int main(int argc, char** argv) {
     Options o = parse(argc, argv);
     std::cerr << "lockstep: " << o.model << ", batch " << o.batch << ", " << o.threads << " thread(s), " << o.warmup
               << " warm-up + " << o.steps << " timed steps\n";
-    json ours = run_ours(o);
-    json result{{"benchmark", "cpu_step"}, {"lockstep", ours}};
-    json peer;
+    cpu::set_compute_threads(o.threads);  // our pool; OpenBLAS one thread per call inside it
+    const std::string spec = model_spec(o.model, o.input, o.classes, {});
+    ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, {Device::cpu()});
+    const HostBatch batch = random_batch(o);
+    // The engines take turns; each round's figures, then the median over rounds.
+    json ours, peer, rounds = json::array();
+    std::vector<double> ours_medians, peer_medians, ratios;
+    for (int r = 0; r < o.rounds; ++r) {
+      std::cerr << "round " << r + 1 << " of " << o.rounds << ": lockstep" << (o.peer ? ", then pytorch" : "")
+                << "\n";
+      ours = run_ours(o, manager, batch);
+      ours_medians.push_back(ours["step_seconds_median"].get<double>());
+      json round{{"lockstep_step_seconds_median", ours_medians.back()}};
+      if (o.peer) {
+        peer = run_peer(o);
+        peer_medians.push_back(peer["step_seconds_median"].get<double>());
+        ratios.push_back(ours_medians.back() / peer_medians.back());
+        round["pytorch_step_seconds_median"] = peer_medians.back();
+        round["ratio_lockstep_over_pytorch"] = ratios.back();
+      }
+      rounds.push_back(round);
+    }
+    // The last round's details (phases, loss), with the step time of all rounds.
+    ours["step_seconds_median"] = bench::median(ours_medians);
+    ours["images_per_second"] = double(o.batch) / bench::median(ours_medians);
+    json result{{"benchmark", "cpu_step"}, {"rounds", rounds}, {"lockstep", ours}};
     if (o.peer) {
-      std::cerr << "pytorch: same configuration\n";
-      peer = run_peer(o);
+      peer["step_seconds_median"] = bench::median(peer_medians);
+      peer["images_per_second"] = double(o.batch) / bench::median(peer_medians);
       result["pytorch"] = peer;
-      result["ratio_lockstep_over_pytorch"] =
-          ours["step_seconds_median"].get<double>() / peer["step_seconds_median"].get<double>();
+      result["ratio_lockstep_over_pytorch"] = bench::median(ratios);
+      result["ratio_lockstep_over_pytorch_min"] = *std::min_element(ratios.begin(), ratios.end());
+      result["ratio_lockstep_over_pytorch_max"] = *std::max_element(ratios.begin(), ratios.end());
     }
 
     std::printf("\n%s, batch %ld of %ldx%ldx%ld, CPU, %d thread(s) each (lockstep compute pool / torch.set_num_threads)\n\n",
                 o.model.c_str(), long(o.batch), long(o.input[0]), long(o.input[1]), long(o.input[2]), o.threads);
-    std::printf("| engine | step (median) | images/s | time vs PyTorch |\n|---|---:|---:|---:|\n");
-    auto row = [&](const char* name, const json& r) {
-      double t = r["step_seconds_median"].get<double>();
-      std::string ratio = "";
-      if (!peer.is_null()) {
-        char b[32];
-        std::snprintf(b, sizeof b, "%.2fx", t / peer["step_seconds_median"].get<double>());
-        ratio = b;
-      }
-      std::printf("| %s | %.1f ms | %.1f | %s |\n", name, t * 1e3, double(o.batch) / t, ratio.c_str());
+    std::printf("| engine | step (median of %d round(s)) | images/s | time vs PyTorch (median of rounds, range) |\n"
+                "|---|---:|---:|---:|\n",
+                o.rounds);
+    auto row = [&](const std::string& name, double seconds, const std::string& ratio) {
+      std::printf("| %s | %.1f ms | %.1f | %s |\n", name.c_str(), seconds * 1e3, double(o.batch) / seconds,
+                  ratio.c_str());
     };
-    row("lockstep", ours);
-    if (!peer.is_null()) row(("PyTorch " + peer["torch_version"].get<std::string>()).c_str(), peer);
+    std::string ratio;
+    if (o.peer) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%.2fx (%.2f-%.2fx)", result["ratio_lockstep_over_pytorch"].get<double>(),
+                    result["ratio_lockstep_over_pytorch_min"].get<double>(),
+                    result["ratio_lockstep_over_pytorch_max"].get<double>());
+      ratio = b;
+    }
+    row("lockstep", ours["step_seconds_median"].get<double>(), ratio);
+    if (o.peer)
+      row("PyTorch " + peer["torch_version"].get<std::string>(), peer["step_seconds_median"].get<double>(), "");
     const json& ph = ours["phase_seconds_mean"];
     std::printf("\nlockstep phases (mean): forward %.1f ms, backward %.1f ms, update %.1f ms\n",
                 ph["forward"].get<double>() * 1e3, ph["backward"].get<double>() * 1e3,

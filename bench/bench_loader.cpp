@@ -51,7 +51,7 @@ struct Options {
   std::string json_path = "bench_loader.json";
   std::string fashion = default_data_path();
   std::string python = "/usr/bin/python3";
-  std::string peer_script = (fs::path(__FILE__).parent_path() / "peers" / "pil_loader.py").string();
+  std::string peer_script = LOCKSTEP_SOURCE_DIR "/bench/peers/pil_loader.py";
 };
 
 void usage() {

@@ -62,6 +62,28 @@ uint64_t get_u64(const uint8_t* at) {
 
 uint64_t round_up(uint64_t value, uint64_t align) { return (value + align - 1) / align * align; }
 
+// Paths and class names are bytes, not always UTF-8, which JSON strings must
+// be: such a text is kept as {"hex": "..."} instead, and read back exactly.
+json text_json(const std::string& text) {
+  try {
+    (void)json(text).dump();
+    return text;
+  } catch (const json::type_error&) {
+    static const char* digits = "0123456789abcdef";
+    std::string hex;
+    for (unsigned char c : text) hex += {digits[c >> 4], digits[c & 15]};
+    return json{{"hex", hex}};
+  }
+}
+
+std::string json_text(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  const std::string hex = j.at("hex").get<std::string>();
+  std::string text;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) text += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return text;
+}
+
 // The fixed header, as the comment in cache_file.h lays it out.
 struct Section {
   uint64_t offset = 0, size = 0;
@@ -229,7 +251,7 @@ struct Mapping {
   Header header;
   json meta;
   std::vector<std::string> class_names;
-  std::string source;
+  std::string source, command;
   ~Mapping() {
     if (data) ::munmap(const_cast<uint8_t*>(data), size);
   }
@@ -257,8 +279,7 @@ public:
     const uint8_t* bytes = map_->pixels(sample);
     const size_t n = static_cast<size_t>(map_->header.sample_bytes);
     LS_CHECK(crc(bytes, n) == map_->sum(sample), "cache file ", map_->path, ": the pixels of sample ", sample, " (",
-             sample_name(index), ") fail their checksum: the file is damaged; rebuild it: ",
-             map_->meta.value("command", std::string("lockstep cache")));
+             sample_name(index), ") fail their checksum: the file is damaged; rebuild it: ", map_->command);
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
   }
   // Reads are cheap, yet the folder loader's normalisation samples the set
@@ -268,7 +289,7 @@ public:
   std::string sample_name(int64_t index) const override {
     const json& files = map_->meta.at("files");
     const size_t file = map_->meta.at("sample_files").at(static_cast<size_t>(first_ + index)).get<size_t>();
-    return (fs::path(map_->source) / files.at(file).at(0).get<std::string>()).string();
+    return (fs::path(map_->source) / json_text(files.at(file).at(0))).string();
   }
 
 private:
@@ -342,8 +363,9 @@ std::shared_ptr<Mapping> map_cache_file(const std::string& path) {
   try {
     m->meta = json::parse(m->data + h.metadata.offset, m->data + h.metadata.offset + h.metadata.size);
     const json& meta = m->meta;
-    m->class_names = meta.at("class_names").get<std::vector<std::string>>();
-    m->source = meta.at("source").get<std::string>();
+    for (const json& name : meta.at("class_names")) m->class_names.push_back(json_text(name));
+    m->source = json_text(meta.at("source"));
+    m->command = json_text(meta.at("command"));
     const auto input = meta.at("input").get<std::vector<int64_t>>();
     LS_CHECK(input.size() == 3 && input[0] > 0 && input[1] > 0 && input[2] > 0 &&
                  static_cast<uint64_t>(input[0] * input[1] * input[2]) == h.sample_bytes,
@@ -374,7 +396,7 @@ std::vector<std::string> folder_changes(const Mapping& m) {
   std::map<std::string, FileStamp> now = list_folder(m.source);
   std::vector<std::string> changes;
   for (const json& f : m.meta.at("files")) {
-    const std::string rel = f.at(0).get<std::string>();
+    const std::string rel = json_text(f.at(0));
     const auto it = now.find(rel);
     if (it == now.end()) {
       changes.push_back(rel + " was removed");
@@ -392,8 +414,6 @@ std::vector<std::string> folder_changes(const Mapping& m) {
   return changes;
 }
 
-std::string rebuild_command(const Mapping& m) { return m.meta.value("command", std::string("lockstep cache")); }
-
 DataSets make_sets(const std::shared_ptr<Mapping>& m) {
   const json& meta = m->meta;
   const auto input = meta.at("input").get<std::vector<int64_t>>();
@@ -405,8 +425,7 @@ DataSets make_sets(const std::shared_ptr<Mapping>& m) {
   sets.cache_file = m->path;
   sets.train = std::make_shared<CacheFileDataset>(m, 0, train, shape, "train");
   if (test > 0) sets.test = std::make_shared<CacheFileDataset>(m, train, test, shape, "test");
-  for (const json& bad : meta.at("skipped"))
-    sets.skipped.add(bad.at(0).get<std::string>(), bad.at(1).get<std::string>());
+  for (const json& bad : meta.at("skipped")) sets.skipped.add(json_text(bad.at(0)), json_text(bad.at(1)));
   return sets;
 }
 
@@ -511,7 +530,7 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
   std::map<std::string, size_t> file_index;
   for (const auto& [rel, s] : listed) {
     file_index[rel] = files.size();
-    files.push_back(json::array({rel, s.size, s.mtime_ns}));
+    files.push_back(json::array({text_json(rel), s.size, s.mtime_ns}));
   }
   const std::vector<PartToWrite> parts = {{sets.train, options.train_center_crop},
                                           {sets.test, options.test_center_crop}};
@@ -539,20 +558,23 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
   const int64_t samples = static_cast<int64_t>(paths.size());
   const int64_t train_count = sets.train->size();
   json skipped = json::array();
-  for (const BadFile& bad : sets.skipped.files) skipped.push_back(json::array({bad.path, bad.message}));
+  for (const BadFile& bad : sets.skipped.files)
+    skipped.push_back(json::array({text_json(bad.path), text_json(bad.message)}));
   const std::string command =
       write.command.empty() ? cache_command(source, options, sets.split, output) : write.command;
+  json class_names = json::array();
+  for (const std::string& name : sets.train->class_names()) class_names.push_back(text_json(name));
   const json meta{{"format", "lockstep decoded-image cache"},
                   {"input", {shape[0], shape[1], shape[2]}},
                   {"options", options_json(options)},
-                  {"source", source},
-                  {"class_names", sets.train->class_names()},
+                  {"source", text_json(source)},
+                  {"class_names", class_names},
                   {"split", sets.split},
                   {"train", train_count},
                   {"test", samples - train_count},
                   {"files", files},
                   {"sample_files", sample_files},
-                  {"command", command},
+                  {"command", text_json(command)},
                   {"skipped", skipped}};
   const std::string meta_text = meta.dump();
 
@@ -654,7 +676,7 @@ DataSets open_cache_file(const std::string& path, const DataOptions& options) {
            cache_command(m->source, options, m->meta.at("split").get<bool>(), path));
   const std::vector<std::string> changes = folder_changes(*m);
   LS_CHECK(changes.empty(), "cache file ", path, " is stale: its folder ", m->source, " changed since it was written (",
-           joined(changes), "); rebuild it: ", rebuild_command(*m));
+           joined(changes), "); rebuild it: ", m->command);
   return make_sets(m);
 }
 
@@ -676,7 +698,7 @@ std::optional<DataSets> open_cache_beside(const std::string& folder, const DataO
   LS_CHECK(changes.empty(), "cache file ", path, " (found beside ", folder,
            ") is stale: the folder changed since it "
            "was written (",
-           joined(changes), "); rebuild it: ", rebuild_command(*m), "; or remove it to read the folder");
+           joined(changes), "); rebuild it: ", m->command, "; or remove it to read the folder");
   return make_sets(m);
 }
 

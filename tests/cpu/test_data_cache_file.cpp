@@ -164,11 +164,25 @@ TEST_CASE("cache file: the folder loader's samples, labels and split, bit for bi
   }
   SECTION("a test set for other classes, or a cache of a cache: refused") {
     const std::string cache = write_cache(folder, options(8));
-    require_contains(error_of([&] { open_test_dataset(cache, options(8), {"ant", "bee", "cat"}); }),
+    require_contains(error_of([&] {
+                       open_test_dataset(cache, options(8), {"ant", "bee", "cat"});
+                     }),
                      {cache, "other classes"});
     REQUIRE(open_test_dataset(cache, options(8), {"cat", "dog", "eel"}).test->size() > 0);
     require_contains(error_of([&] { write_cache(cache, options(8), dir / "again.cache"); }),
                      {cache, "a cache file already"});
+  }
+  SECTION("class folders and files whose names are not UTF-8") {
+    const std::string bytes = dir / "caf\xe9";
+    write_classes(bytes);
+    fs::rename(bytes + "/dog", bytes + "/d\xf6g");
+    fs::rename(bytes + "/cat/a.png", bytes + "/cat/\xff.png");
+    const std::string cache = write_cache(bytes, options(8));
+    const DataSets sets = open_dataset(cache, options(8));
+    REQUIRE(sets.train->class_names()[1] == "d\xf6g");
+    require_same_sets(open_dataset(bytes, folder_only(options(8))), sets);
+    fs::remove(bytes + "/cat/\xff.png");
+    require_contains(error_of([&] { open_dataset(cache, options(8)); }), {"cat/\xff.png was removed"});
   }
   SECTION("grey") {
     DataOptions o = options(6);

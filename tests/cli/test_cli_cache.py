@@ -6,13 +6,17 @@ Training from the cache must give the very losses training from the folder
 gives; a cache that no longer matches its folder, a damaged one, a foreign
 file or a cache of another --input must stop the run naming the file.
 """
+import glob
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cli_outputs import CliTestCase, png, read, run, write_image_folder  # noqa: E402
+from test_cli_outputs import BIN, CliTestCase, png, read, run, write_image_folder  # noqa: E402
 
 INPUT = ["--input", "1x8x8"]
 QUICK = ["--devices", "cpu", "--model", "mlp", "--batch", "8", "--lr", "0.05", "--seed", "3"] + INPUT
@@ -112,6 +116,36 @@ class CliCache(CliTestCase):
         r = run(["train"] + QUICK[:-2] + ["--input", "3x8x8", "--epochs", "1", "--data", cache, "--checkpoint",
                                           self.path("ck")], self.tmp)
         self.assert_refused(r, cache, "--input: the cache holds 1x8x8 samples, this run asks 3x8x8")
+
+    def test_a_writer_stopped_or_killed_mid_write_leaves_the_old_cache_whole(self):
+        data = self.path("photos")
+        write_image_folder(data, [b"cat", b"dog"], 150, size=96)
+        cache = self.path("photos.cache")
+        self.cache(data, ["-o", cache])
+        old = read(cache)
+        args = [BIN, "cache", data, "--input", "3x64x64", "--threads", "1", "-o", cache]
+        writer = subprocess.Popen(args, cwd=self.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 60
+            while not glob.glob(cache + ".tmp.*") and writer.poll() is None and time.time() < deadline:
+                time.sleep(0.002)
+            writer.send_signal(signal.SIGSTOP)
+            self.assertIsNone(writer.poll(), "the writer ended before it could be stopped mid-write")
+            self.assertEqual(glob.glob(cache + ".tmp.*"), [cache + ".tmp.%d" % writer.pid])
+            # A second writer while the first holds the lock: refused, naming the cache.
+            r = run(["cache", data, "--input", "1x8x8", "-o", cache], self.tmp)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn(cache + ": another lockstep cache is writing it", r.stderr)
+            writer.kill()
+        finally:
+            writer.kill()
+            writer.wait()
+        # Killed mid-write: the old cache is whole and trains; the next writer clears the leftover.
+        self.assertEqual(read(cache), old)
+        self.train(cache, "after-kill")
+        self.cache(data, ["-o", cache])
+        self.assertEqual(glob.glob(cache + ".tmp.*"), [])
+        self.assertEqual(read(cache), old)
 
     def test_cache_refuses_what_it_cannot_cache_and_replaces_no_other_file(self):
         data = self.make_data()

@@ -377,7 +377,18 @@ std::shared_ptr<Mapping> map_cache_file(const std::string& path) {
     for (const json& f : meta.at("sample_files"))
       LS_CHECK(f.get<size_t>() < files, "cache file ", path, ": a sample names no file of its manifest (damaged)",
                rebuild);
-  } catch (const json::exception& e) {
+    // Every field read later, read once here: a malformed one is told now, as damage.
+    for (const json& f : meta.at("files"))
+      (void)json_text(f.at(0)), (void)f.at(1).get<uint64_t>(), (void)f.at(2).get<int64_t>();
+    for (const json& bad : meta.at("skipped")) (void)json_text(bad.at(0)), (void)json_text(bad.at(1));
+    (void)meta.at("split").get<bool>();
+    const json& made = meta.at("options");
+    for (const char* key : {"channels", "height", "width", "max_image_pixels"}) (void)made.at(key).get<int64_t>();
+    for (const char* key : {"train_center_crop", "test_center_crop", "test_fraction"}) (void)made.at(key).get<double>();
+    (void)made.at("split_seed").get<uint64_t>();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // nlohmann's, and std::stoi's for a hex text
     LS_FAIL("cache file ", path, ": its metadata cannot be read (", e.what(), ")", rebuild);
   }
   for (int64_t i = 0; i < samples; ++i)

@@ -249,6 +249,23 @@ TEST_CASE("cache file: a cut, damaged or foreign file is refused naming it", "[d
       require_contains(error_of([&] { open_dataset(bad, options(8)); }), {bad, "checksum", "damaged"});
     }
   }
+  SECTION("metadata whose checksums agree but that lacks a field") {
+    std::vector<uint8_t> edited = whole;
+    const uint64_t meta_size = le64(whole, 40);
+    std::string meta(whole.begin() + static_cast<long>(meta_offset),
+                     whole.begin() + static_cast<long>(meta_offset + meta_size));
+    const size_t at = meta.find("\"split_seed\"");
+    REQUIRE(at != std::string::npos);
+    edited[meta_offset + at + 3] = 'X';  // "spXit_seed": same size, another key
+    const auto put32 = [&](size_t offset, uint32_t v) {
+      for (int i = 0; i < 4; ++i) edited[offset + i] = static_cast<uint8_t>(v >> (8 * i));
+    };
+    put32(48, static_cast<uint32_t>(crc32(0, edited.data() + meta_offset, static_cast<uInt>(meta_size))));
+    put32(20, 0);
+    put32(20, static_cast<uint32_t>(crc32(0, edited.data(), 128)));
+    data_test::write_bytes(bad, edited);
+    require_contains(error_of([&] { open_dataset(bad, options(8)); }), {bad, "metadata cannot be read", "split_seed"});
+  }
   SECTION("a foreign file") {
     data_test::write_bytes(bad, {'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
     require_contains(error_of([&] { open_dataset(bad, options(8)); }), {bad, "not a lockstep cache file"});

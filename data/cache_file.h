@@ -22,7 +22,8 @@
 //      112     8  pixels size (samples x bytes per sample)
 //      120     8  bytes per sample (C*H*W)
 //
-//   metadata     JSON (UTF-8): "input" [C, H, W]; "options" (what changes
+//   metadata     JSON (UTF-8): "format" ("lockstep decoded-image cache");
+//                "input" [C, H, W]; "options" (what changes
 //                which pixels and which split: channels, height, width,
 //                train_center_crop, test_center_crop, max_image_pixels,
 //                skip_bad_images, test_fraction, split_seed); "source" (the
@@ -33,7 +34,8 @@
 //                [relative path, size in bytes, modification time in ns]);
 //                "sample_files" (each sample's index into "files"); "command"
 //                (the command that rebuilds the cache); "skipped" (bad images
-//                left out).
+//                left out, [path, why]). A path or name that is not UTF-8 is
+//                {"hex": "<its bytes in hex>"} instead of a string.
 //   labels       int32 per sample
 //   sample sums  CRC-32 per sample of its pixels, checked on every read
 //   pixels       uint8, sample after sample, each channel-major [C, H, W]

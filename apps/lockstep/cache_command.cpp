@@ -16,13 +16,8 @@
 namespace lockstep::app {
 
 int run_cache(const CacheSettings& s) {
-  data::DataOptions options;
-  parse_input_shape(s.input, options.channels, options.height, options.width);
-  options.skip_bad_images = s.skip_bad_images;
-  options.max_image_pixels = s.max_image_pixels;
+  data::DataOptions options = sample_options(s.input, s.augment, s.skip_bad_images, s.max_image_pixels, s.seed);
   options.test_fraction = s.test_fraction;
-  options.split_seed = s.seed;
-  set_image_fit(options, s.augment);
   const std::string data = std::filesystem::absolute(s.data).lexically_normal().string();
   const std::string output = s.output.empty() ? data::default_cache_path(data)
                                               : std::filesystem::absolute(s.output).lexically_normal().string();

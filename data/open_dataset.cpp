@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
+#include "data/cache_file.h"
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/image_folder.h"
@@ -23,7 +25,8 @@ void check_folder(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   LS_CHECK(fs::exists(status), "data path ", path, ": no such file or folder");
-  LS_CHECK(fs::is_directory(status), "data path ", path, ": is a file; ", kFormats);
+  LS_CHECK(fs::is_directory(status), "data path ", path,
+           ": is a file, not a lockstep cache file (lockstep cache makes one); ", kFormats);
   fs::directory_iterator probe(path, ec);
   LS_CHECK(!ec, "data path ", path, ": cannot read (", ec.message(), ")");
 }
@@ -81,6 +84,7 @@ const char* format_name(DataFormat format) {
 }
 
 DataSets open_dataset(const std::string& path, const DataOptions& options) {
+  if (is_cache_file(path)) return open_cache_file(path, options);
   check_folder(path);
   DataSets sets;
   if (auto idx = find_idx_files(path)) {
@@ -101,6 +105,9 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
   }
   check_image_folder(path);
   sets.format = DataFormat::image_folder;
+  if (options.use_cache_file) {
+    if (std::optional<DataSets> cached = open_cache_beside(path, options, sets.cache_note)) return *cached;
+  }
   const SplitFolders split = find_split_folders(path);
   if (!split.test.empty()) {
     auto train = std::make_shared<ImageFolder>(split.train, folder_options(options, Part::train));
@@ -145,6 +152,16 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
 
 DataSets open_test_dataset(const std::string& path, const DataOptions& options,
                            const std::vector<std::string>& train_classes) {
+  if (is_cache_file(path)) {
+    // A cache holds a folder's training and test parts: its test part.
+    DataSets whole = open_cache_file(path, options);
+    LS_CHECK(whole.test != nullptr, "cache file ", path, " holds no test part (made with --test-fraction 0)");
+    LS_CHECK(train_classes.empty() || whole.test->class_names() == train_classes, "cache file ", path,
+             " holds other classes than the training set's (", whole.test->num_classes(), " against ",
+             train_classes.size(), "): its labels would name other classes");
+    whole.train = nullptr;
+    return whole;
+  }
   check_folder(path);
   DataSets sets;
   if (auto idx = find_idx_files(path)) {

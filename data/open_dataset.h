@@ -1,5 +1,6 @@
 #pragma once
 // Opens a data path by what it holds, so one --data flag serves every format:
+//   a decoded-image cache file (lockstep cache; data/cache_file.h)  -> its image folder's sets
 //   IDX files (train-images-idx3-ubyte[.gz] and the other three)  -> IDX
 //   CIFAR-10 batches (data_batch_*.bin, test_batch.bin)           -> CIFAR-10
 //   train/ beside test/, val/, valid/ or validation/ (any case), or
@@ -38,6 +39,9 @@ struct DataOptions {
   // 0.875 for testing, as torchvision's ImageNet recipe.
   double train_center_crop = 0.0;
   double test_center_crop = 0.0;
+  // Image folders: read the decoded-image cache file beside the folder
+  // (data/cache_file.h) instead when it holds these samples and is current.
+  bool use_cache_file = true;
 };
 
 enum class DataFormat { idx, cifar10, image_folder };
@@ -54,10 +58,15 @@ struct DataSets {
   // cache_budget_bytes).
   int64_t decoded_bytes = 0;
   bool decoded_kept = false;
+  // The decoded-image cache file the samples are read from (empty: none),
+  // and why one found beside the folder was not used (empty: no such cache).
+  std::string cache_file, cache_note;
 };
 
 // Throws lockstep::Error naming the path when it cannot be read or is none of
-// the formats, and naming the file for every error of the readers.
+// the formats, and naming the file for every error of the readers. An image
+// folder with a current cache file beside it (DATA.lockstep-cache) is read
+// from the cache (use_cache_file).
 DataSets open_dataset(const std::string& path, const DataOptions& options = {});
 
 // A test set on its own (--test-data): the test files of an IDX or CIFAR-10

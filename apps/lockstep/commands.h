@@ -39,6 +39,18 @@ struct ExportSettings {
 };
 int run_export(const ExportSettings& settings);
 
+struct CacheSettings {
+  std::string data, input, output;  // output empty: DATA.lockstep-cache beside the folder
+  std::string augment = "crop-flip";  // random-resized-crop keeps the aspect ratio, as train's
+  double test_fraction = 0.1;
+  uint64_t seed = 1;  // the split's, as train's --seed
+  bool skip_bad_images = false;
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;
+  int threads = 0;  // 0: one per core
+  bool force = false;  // -o may replace a file of another kind (never the data)
+};
+int run_cache(const CacheSettings& settings);
+
 int run_info();
 
 }  // namespace lockstep::app

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <limits>
 
 #include "base/error.h"
 #include "commands.h"
@@ -53,6 +54,29 @@ int main(int argc, char** argv) {
                          "the .safetensors file to write (class names: beside it, .classes.txt)")
       ->required();
 
+  CacheSettings cache;
+  CLI::App* cache_cmd = app.add_subcommand(
+      "cache", "decode an image folder once into a cache file that train memory-maps (docs/training.md)");
+  cache_cmd->add_option("data", cache.data, "image folder (class sub-folders, or train/ beside test/)")->required();
+  cache_cmd->add_option("--input", cache.input, "CxHxW the images are resized to, as train's --input")->required();
+  cache_cmd->add_option("-o,--output", cache.output,
+                        "the cache file (default: DATA.lockstep-cache beside the folder, which train finds by itself)");
+  cache_cmd->add_option("--augment", cache.augment,
+                        "as train's: random-resized-crop keeps each image's aspect ratio (a centre crop), the "
+                        "others stretch it")
+      ->check(CLI::IsMember({"none", "crop-flip", "random-resized-crop"}));
+  cache_cmd->add_option("--test-fraction", cache.test_fraction,
+                        "a single class folder: share of each class held out for testing, as train's")
+      ->check(CLI::Range(0.0, 0.999999));
+  cache_cmd->add_option("--seed", cache.seed, "the seed of the split, as train's --seed")
+      ->check(whole_number(std::numeric_limits<uint64_t>::max()));
+  cache_cmd->add_flag("--skip-bad-images", cache.skip_bad_images, "leave undecodable images out, report them");
+  cache_cmd->add_option("--max-image-pixels", cache.max_image_pixels, "refuse images declaring more pixels")
+      ->check(CLI::PositiveNumber);
+  cache_cmd->add_option("--threads", cache.threads, "decoding threads (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  cache_cmd->add_flag("--force", cache.force, "let -o replace a file that is not a cache file (never the data)");
+
   app.add_subcommand("info", "devices and CUDA, driver, cuDNN and NCCL versions");
 
   try {
@@ -72,6 +96,7 @@ int main(int argc, char** argv) {
     if (eval_cmd->parsed()) return run_eval(eval);
     if (predict_cmd->parsed()) return run_predict(predict);
     if (export_cmd->parsed()) return run_export(export_settings);
+    if (cache_cmd->parsed()) return run_cache(cache);
     if (app.got_subcommand("info")) return run_info();
     std::printf("%s", app.help().c_str());
     return 0;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,43 @@ std::string format_duration(double seconds) {
   else
     std::snprintf(buf, sizeof buf, "%ld:%02ld", total / 60, total % 60);
   return buf;
+}
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+CountProgress::CountProgress(std::string what, int64_t total)
+    : what_(std::move(what)), total_(total), terminal_(isatty(STDERR_FILENO) != 0), start_(now_seconds()) {}
+
+void CountProgress::update(int64_t done) {
+  const double fraction = total_ > 0 ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
+  const double elapsed = now_seconds() - start_;
+  const double rate = elapsed > 0.0 ? static_cast<double>(done) / elapsed : 0.0;
+  const double eta = rate > 0.0 ? static_cast<double>(total_ - done) / rate : 0.0;
+  if (terminal_) {
+    const int width = 30;
+    const int filled = static_cast<int>(fraction * width);
+    std::string bar(filled, '=');
+    if (filled < width) bar += '>' + std::string(width - filled - 1, ' ');
+    std::fprintf(stderr, "\r%s [%s] %3.0f%% %lld/%lld %6.0f/s ETA %s   ", what_.c_str(), bar.c_str(), 100.0 * fraction,
+                 static_cast<long long>(done), static_cast<long long>(total_), rate, format_duration(eta).c_str());
+    std::fflush(stderr);
+    bar_open_ = true;
+    return;
+  }
+  const int64_t decile = static_cast<int64_t>(fraction * 10);
+  if (decile == last_decile_) return;
+  last_decile_ = decile;
+  std::fprintf(stderr, "%s %lld/%lld (%.0f%%) %.0f/s ETA %s\n", what_.c_str(), static_cast<long long>(done),
+               static_cast<long long>(total_), 100.0 * fraction, rate, format_duration(eta).c_str());
+}
+
+void CountProgress::finish() {
+  if (bar_open_) std::fputc('\n', stderr);
+  bar_open_ = false;
 }
 
 ProgressReporter::ProgressReporter(int64_t epochs, int loader_threads, const std::string& metrics_path,

@@ -40,6 +40,24 @@ private:
   MetricsFile metrics_;
 };
 
+// The progress of a long job counted in items (`lockstep cache`): a bar with
+// the rate and ETA on a terminal, a line per tenth otherwise; finish() ends it.
+class CountProgress {
+public:
+  CountProgress(std::string what, int64_t total);
+  ~CountProgress() { finish(); }
+  void update(int64_t done);
+  void finish();
+
+private:
+  std::string what_;
+  int64_t total_;
+  bool terminal_;
+  bool bar_open_ = false;
+  int64_t last_decile_ = -1;
+  double start_;
+};
+
 // "1:02:03" or "2:03".
 std::string format_duration(double seconds);
 

@@ -77,6 +77,17 @@ void set_image_fit(data::DataOptions& options, const std::string& augment) {
   options.test_center_crop = keep_aspect ? 0.875 : 0.0;
 }
 
+data::DataOptions sample_options(const std::string& input, const std::string& augment, bool skip_bad_images,
+                                 int64_t max_image_pixels, uint64_t seed) {
+  data::DataOptions options;
+  parse_input_shape(input, options.channels, options.height, options.width);
+  options.skip_bad_images = skip_bad_images;
+  options.max_image_pixels = max_image_pixels;
+  options.split_seed = seed;
+  set_image_fit(options, augment);
+  return options;
+}
+
 std::string normalization_to_json(const data::Normalization& n) {
   return nlohmann::json{{"mean", n.mean}, {"std", n.std}}.dump();
 }

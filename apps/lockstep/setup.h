@@ -34,6 +34,13 @@ int64_t available_memory_bytes();
 // otherwise each image is stretched. test_center_crop is predict's too.
 void set_image_fit(data::DataOptions& options, const std::string& augment);
 
+// The options that decide a run's samples, the same for `train` and for the
+// cache `lockstep cache` writes for it (a cache of other options is
+// refused): --input, --augment's fit, --skip-bad-images,
+// --max-image-pixels, and --seed, which draws a folder's split.
+data::DataOptions sample_options(const std::string& input, const std::string& augment, bool skip_bad_images,
+                                 int64_t max_image_pixels, uint64_t seed);
+
 std::string normalization_to_json(const data::Normalization& n);
 data::Normalization normalization_from_json(const std::string& text);
 

@@ -46,6 +46,9 @@ void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool
                   "%.1f MiB budget (--cache-mb)\n",
                   mib(d.decoded_bytes), mib(d.cache_budget));
   }
+  if (!d.sets.cache_file.empty())
+    std::printf("decoded images read from the cache file %s (lockstep cache)\n", d.sets.cache_file.c_str());
+  if (!d.sets.cache_note.empty()) std::fprintf(stderr, "notice: %s\n", d.sets.cache_note.c_str());
   if (imagenet_by_default)
     std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
   if (s.freeze_backbone)

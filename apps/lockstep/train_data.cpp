@@ -20,12 +20,7 @@ int64_t cache_budget_bytes(const TrainSettings& s) {
 }  // namespace
 
 TrainData open_data(const TrainSettings& s) {
-  data::DataOptions data_options;
-  parse_input_shape(s.input, data_options.channels, data_options.height, data_options.width);
-  data_options.skip_bad_images = s.skip_bad_images;
-  data_options.max_image_pixels = s.max_image_pixels;
-  data_options.split_seed = s.seed;
-  set_image_fit(data_options, s.augment);
+  data::DataOptions data_options = sample_options(s.input, s.augment, s.skip_bad_images, s.max_image_pixels, s.seed);
   LS_CHECK(s.test_data.empty() || !s.given.contains("--test-fraction"),
            "--test-fraction splits a single class folder; it does not go with --test-data ", s.test_data);
   // With a separate test set a single class folder is not split: all of it trains.

@@ -10,11 +10,6 @@
 
 namespace lockstep::app {
 
-namespace {
-
-// A whole number written in digits alone, at most `max`: CLI11's own
-// conversion wraps "-1" and saturates 2^64 and beyond into an unsigned
-// option without a word.
 CLI::Validator whole_number(uint64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
@@ -28,8 +23,6 @@ CLI::Validator whole_number(uint64_t max) {
       },
       "UINT");
 }
-
-}  // namespace
 
 TrainFlags::TrainFlags(CLI::App& command) : command_(command) {
   const CLI::Validator count = whole_number(std::numeric_limits<int64_t>::max());

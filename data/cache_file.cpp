@@ -8,10 +8,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -252,6 +254,12 @@ struct Mapping {
   json meta;
   std::vector<std::string> class_names;
   std::string source, command;
+  // Samples whose checksum has passed. Checked at a sample's first read, not
+  // on every read: after the first epoch the reads are this file's whole
+  // point, and a CRC-32 of each sample costs far more than its conversion.
+  // The mapping is read-only and writers replace the file by renaming, never
+  // in place, so a sample read once reads the same bytes again.
+  std::unique_ptr<std::atomic<uint8_t>[]> checked;
   ~Mapping() {
     if (data) ::munmap(const_cast<uint8_t*>(data), size);
   }
@@ -278,8 +286,12 @@ public:
     const int64_t sample = first_ + index;
     const uint8_t* bytes = map_->pixels(sample);
     const size_t n = static_cast<size_t>(map_->header.sample_bytes);
-    LS_CHECK(crc(bytes, n) == map_->sum(sample), "cache file ", map_->path, ": the pixels of sample ", sample, " (",
-             sample_name(index), ") fail their checksum: the file is damaged; rebuild it: ", map_->command);
+    std::atomic<uint8_t>& checked = map_->checked[sample];
+    if (!checked.load(std::memory_order_acquire)) {
+      LS_CHECK(crc(bytes, n) == map_->sum(sample), "cache file ", map_->path, ": the pixels of sample ", sample, " (",
+               sample_name(index), ") fail their checksum: the file is damaged; rebuild it: ", map_->command);
+      checked.store(1, std::memory_order_release);
+    }
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
   }
   // Reads are cheap, yet the folder loader's normalisation samples the set
@@ -360,6 +372,7 @@ std::shared_ptr<Mapping> map_cache_file(const std::string& path) {
     LS_CHECK(crc(m->data + sections[i]->offset, sections[i]->size) == sections[i]->crc, "cache file ", path, ": its ",
              names[i], " fail their checksum (damaged)", rebuild);
   const int64_t samples = static_cast<int64_t>(h.labels.size / 4);
+  m->checked = std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(samples));
   try {
     m->meta = json::parse(m->data + h.metadata.offset, m->data + h.metadata.offset + h.metadata.size);
     const json& meta = m->meta;

@@ -260,9 +260,10 @@ ConvAlgorithm choose(CudaLibraries& state, ConvPlan& plan, ConvDirection directi
   LS_CUDNN_CHECK(Dir::workspace(handle, plan, chosen.algo, &chosen.workspace_bytes));
   chosen.workspace_bytes = std::max(chosen.workspace_bytes, static_cast<size_t>(best.memory));
   if (log_choices())
-    std::fprintf(stderr, "lockstep cudnn: cuda:%d %s %s%s: %s, %s, runs with math %d\n", state.device,
+    std::fprintf(stderr, "lockstep cudnn: cuda:%d %s %s%s %s (filter %s): %s, %s, runs with math %d\n", state.device,
                  direction_name(direction), conv_text(plan.geometry).c_str(),
-                 plan.type == CUDNN_DATA_BFLOAT16 ? " bf16" : " float", perf_text(best).c_str(),
+                 plan.type == CUDNN_DATA_BFLOAT16 ? " bf16" : " float", memory_format_name(plan.format),
+                 memory_format_name(plan.filter_format), perf_text(best).c_str(),
                  !listed_one ? "found by a search over every algorithm"
                  : timed_choice ? "timed fastest"
                                 : "heuristics' first",
@@ -301,6 +302,8 @@ ConvPlan& CudnnPlans::conv(const ConvGeometry& g, MemoryFormat format, MemoryFor
   auto plan = std::make_unique<ConvPlan>();
   plan->geometry = g;
   plan->type = type;
+  plan->format = format;
+  plan->filter_format = filter_format;
   plan->x = make_tensor_descriptor(g.batch, g.in_channels, g.in_h, g.in_w, format, type);
   plan->y = make_tensor_descriptor(g.batch, g.out_channels, g.out_h, g.out_w, format, type);
   cudnnFilterDescriptor_t filter = nullptr;

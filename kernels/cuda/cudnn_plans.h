@@ -106,6 +106,7 @@ struct ConvAlgorithm {
 struct ConvPlan {
   ConvGeometry geometry;
   cudnnDataType_t type = CUDNN_DATA_FLOAT;  // of x, w, y and their gradients; compute is FLOAT
+  MemoryFormat format = MemoryFormat::nchw, filter_format = MemoryFormat::nchw;  // for the log
   TensorDescriptor x, y;  // input [N, C, H, W] and output [N, O, OH, OW], in the plan's format
   FilterDescriptor w;     // [O, C, K, K] as KCRS, or KRSC ([O, K, K, C]) for an NHWC filter
   // One convolution descriptor per direction: each carries the math type of

@@ -86,6 +86,20 @@ Distance run_distance(const FormatRun& a, const FormatRun& b) {
   return d;
 }
 
+// Each parameter's momentum and value distance, for a failure's message:
+// which layer a difference comes from.
+std::string per_tensor(const FormatRun& a, const FormatRun& b) {
+  std::string text;
+  for (const ParamEntry& e : b.entries) {
+    auto slice = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + e.offset, v.begin() + e.offset + e.shape.numel());
+    };
+    text += "\n  " + e.name + ": momentum " + std::to_string(normwise(slice(a.outcome.momentum), slice(b.outcome.momentum))) +
+            ", value " + std::to_string(normwise(slice(a.outcome.params), slice(b.outcome.params)));
+  }
+  return text;
+}
+
 std::ostream& operator<<(std::ostream& out, const Distance& d) {
   return out << "parameters " << d.params << ", momentum " << d.momentum << ", running statistics " << d.state
              << ", held-out logits " << d.logits;
@@ -103,7 +117,9 @@ void require_bf16_close(const FormatRun& gpu, const FormatRun& reference, const 
             loss_tolerance * std::fabs(b.metrics[s].loss_sum));
   }
   const Distance to_bf16 = run_distance(gpu, reference), to_fp32 = run_distance(gpu, fp32);
-  INFO("normwise distance of the bf16 run: to its bf16 reference: " << to_bf16 << "; to the fp32 run: " << to_fp32);
+  INFO("normwise distance of the bf16 run: to its bf16 reference: " << to_bf16 << "; to the fp32 run: " << to_fp32
+                                                                       << "; per tensor, to the bf16 reference:"
+                                                                       << per_tensor(gpu, reference));
   WARN("bf16 against the bf16 reference: " << to_bf16 << "; against fp32: " << to_fp32);
   REQUIRE(to_bf16.most() <= tolerance);
   REQUIRE(to_fp32.most() >= kSeparation * to_bf16.most());

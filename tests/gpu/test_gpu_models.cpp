@@ -29,12 +29,17 @@ std::unique_ptr<Graph> make_model(const std::string& name, const Shape& input, D
 // 1.6e-4 and single gradient elements by up to 2.5% of their tensor's RMS
 // (vgg16-bn's first convolution). A real GPU is held to the loss and to each
 // gradient tensor as a whole; the emulator, which sums nearer the CPU's
-// order, element by element.
+// order, element by element. The whole-tensor bound is resnet50's at 3x8x8,
+// whose 1x1 maps leave 4 values per batch-norm channel: its stem batch
+// norm's weight gradient, at the end of 50 layers of backward, lay 2.1%,
+// 2.1% and 3.3% from the CPU's in three runs on an H200 (cuDNN's
+// non-deterministic FP32 algorithms vary from run to run as much); a wrong
+// gradient lies 100% away.
 #if LOCKSTEP_GPU_EMULATED
 constexpr double kLossTolerance = 1e-4;
 #else
 constexpr double kLossTolerance = 1e-3;
-constexpr double kGradientTolerance = 2e-2;
+constexpr double kGradientTolerance = 5e-2;
 #endif
 
 }  // namespace

@@ -26,6 +26,7 @@ FormatRun train_in_format(const std::string& name, const Shape& sample, const st
   run.activation_format = graph.activation_format();
   run.activation_dtype = graph.activation_stored_type();
   run.activation_bytes = graph.allocated_activation_bytes();
+  run.entries = dynamic_cast<Graph&>(manager.model(0)).arenas().entries();
   return run;
 }
 

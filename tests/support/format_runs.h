@@ -9,6 +9,7 @@
 #include "kernels/memory_format.h"
 
 #include "distributed/replica_manager.h"
+#include "runtime/arena.h"
 #include "support/run_outcome.h"
 
 namespace lockstep::testing {
@@ -19,6 +20,7 @@ struct FormatRun {
   MemoryFormat activation_format = MemoryFormat::nchw;  // replica 0's graph laid its values out so
   DType activation_dtype = DType::f32;                  // and stored them as
   int64_t activation_bytes = 0;                         // in a buffer of this size
+  std::vector<ParamEntry> entries;  // where each parameter (and its momentum) lies in `outcome`
 };
 
 // Trains `name` (named_model, dropout on, seed 5) on `devices` for samples of

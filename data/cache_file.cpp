@@ -689,6 +689,19 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
   return summary;
 }
 
+CacheMadeWith read_cache_options(const std::string& path) {
+  const std::shared_ptr<Mapping> m = map_cache_file(path);
+  const json& made = m->meta.at("options");
+  CacheMadeWith out;
+  out.channels = made.at("channels").get<int64_t>();
+  out.height = made.at("height").get<int64_t>();
+  out.width = made.at("width").get<int64_t>();
+  out.split = m->meta.at("split").get<bool>();
+  out.test_fraction = made.at("test_fraction").get<double>();
+  out.max_image_pixels = made.at("max_image_pixels").get<int64_t>();
+  return out;
+}
+
 DataSets open_cache_file(const std::string& path, const DataOptions& options) {
   const std::shared_ptr<Mapping> m = map_cache_file(path);
   const bool has_test = m->meta.at("test").get<int64_t>() > 0;

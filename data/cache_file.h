@@ -71,6 +71,19 @@ std::string cache_command(const std::string& folder, const DataOptions& options,
 // then accepts or refuses saying why.
 bool is_cache_file(const std::string& path);
 
+// What a cache file's samples were made with that a run need not repeat:
+// `lockstep train --data FILE` takes these from the file when they are not
+// given. (--seed is not taken: it also draws the training order.)
+struct CacheMadeWith {
+  int64_t channels = 0, height = 0, width = 0;  // --input
+  bool split = false;                           // the folder was split per class
+  double test_fraction = 0.0;                   // --test-fraction, when split
+  int64_t max_image_pixels = 0;                 // --max-image-pixels
+};
+// Throws lockstep::Error naming the file when it is not a whole cache file of
+// this version (as open_cache_file would).
+CacheMadeWith read_cache_options(const std::string& path);
+
 struct CacheWriteOptions {
   std::string output;   // empty: default_cache_path(folder)
   std::string command;  // the command that rebuilds the cache, for messages (empty: cache_command)

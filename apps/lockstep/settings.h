@@ -69,6 +69,7 @@ struct TrainSettings {
   bool force = false;           // --checkpoint/--metrics may overwrite a file of another kind (never an input)
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // images declaring more are refused
   double test_fraction = 0.1;   // a single class folder: the share of each class held out for testing
+  std::string from_cache_file;  // the flags taken from the --data cache file (not given), for the start report
   std::optional<Duration> time_limit;  // "10m", "1h", "20s": stop, evaluate and checkpoint past it
   std::string plot;             // training-curve PNG (empty: beside the checkpoint); not saved
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward

@@ -57,6 +57,7 @@ std::vector<Device> settle_settings(TrainSettings& s, const ProcessGroup* world,
   // same data, not whatever lies at the relative path there.
   s.data = std::filesystem::absolute(s.data).lexically_normal().string();
   if (!s.test_data.empty()) s.test_data = std::filesystem::absolute(s.test_data).lexically_normal().string();
+  adopt_cache_settings(s, settled);
   if (s.batch_per_device > 0) {
     const int64_t replicas = static_cast<int64_t>(devices.size()) * processes;
     LS_CHECK(!__builtin_mul_overflow(s.batch_per_device, replicas, &s.batch), "--batch-per-device ",

@@ -1,9 +1,11 @@
 #include "train_data.h"
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "base/error.h"
+#include "data/cache_file.h"
 #include "preflight.h"
 #include "setup.h"
 
@@ -18,6 +20,32 @@ int64_t cache_budget_bytes(const TrainSettings& s) {
 }
 
 }  // namespace
+
+void adopt_cache_settings(TrainSettings& s, const GivenFlags& settled) {
+  if (!data::is_cache_file(s.data)) return;
+  data::CacheMadeWith made;
+  try {
+    made = data::read_cache_options(s.data);
+  } catch (const Error&) {
+    return;  // open_data refuses it, naming what is wrong
+  }
+  std::string taken;
+  if (!settled.contains("--input")) {
+    s.input = std::to_string(made.channels) + "x" + std::to_string(made.height) + "x" + std::to_string(made.width);
+    taken += " --input " + s.input;
+  }
+  if (made.split && !settled.contains("--test-fraction") && s.test_data.empty()) {
+    s.test_fraction = made.test_fraction;
+    std::ostringstream fraction;
+    fraction << s.test_fraction;
+    taken += " --test-fraction " + fraction.str();
+  }
+  if (!settled.contains("--max-image-pixels") && s.max_image_pixels != made.max_image_pixels) {
+    s.max_image_pixels = made.max_image_pixels;
+    taken += " --max-image-pixels " + std::to_string(s.max_image_pixels);
+  }
+  if (!taken.empty()) s.from_cache_file = taken.substr(1);
+}
 
 TrainData open_data(const TrainSettings& s) {
   data::DataOptions data_options = sample_options(s.input, s.augment, s.skip_bad_images, s.max_image_pixels, s.seed);

@@ -21,6 +21,12 @@ struct TrainData {
   bool decoded_kept = false;
 };
 
+// --data a cache file (lockstep cache): --input, --test-fraction and
+// --max-image-pixels that were not `settled` (given, or taken from the
+// checkpoint resumed) are the file's, noted in s.from_cache_file. A file that
+// is no whole cache is left for open_data to refuse.
+void adopt_cache_settings(TrainSettings& s, const GivenFlags& settled);
+
 // The sets --data (and --test-data) hold, as --input, --augment, --limit and
 // the other data flags say; a data flag given that the data cannot honour is
 // refused.

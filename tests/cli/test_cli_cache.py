@@ -75,6 +75,25 @@ class CliCache(CliTestCase):
         self.assertNotIn("read from the cache file", r.stdout)
         self.assertIn("notice: the cache file " + data + ".lockstep-cache", r.stderr)
 
+    def test_a_cache_file_gives_the_input_and_test_fraction_a_run_leaves_out(self):
+        data = self.make_data()
+        _, from_folder = self.train(data, "folder", ["--cache-mb", "0", "--test-fraction", "0.25"])
+        cache = self.path("photos.cache")
+        self.cache(data, ["-o", cache, "--test-fraction", "0.25"])
+        metrics = self.path("taken.jsonl")
+        unsized = [a for a in QUICK if a not in INPUT]
+        r = run(["train"] + unsized + ["--epochs", "1", "--data", cache, "--checkpoint", self.path("taken.ck"),
+                                       "--metrics", metrics], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("decoded images read from the cache file " + cache +
+                      " (lockstep cache), with its --input 1x8x8 --test-fraction 0.25", r.stdout)
+        self.assertEqual(step_losses(metrics), from_folder)
+        # The checkpoint says what was trained: eval and --resume find 1x8x8 there.
+        r = run(["eval", "--checkpoint", self.path("taken.ck"), "--devices", "cpu"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = run(["train", "--resume", self.path("taken.ck"), "--epochs", "2", "--devices", "cpu"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_a_stale_cache_is_refused_naming_the_changed_file_and_rebuilt_on_request(self):
         data = self.make_data()
         cache = self.path("photos.cache")

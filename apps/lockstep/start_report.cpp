@@ -50,6 +50,9 @@ void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool
     std::printf("decoded images read from the cache file %s (lockstep cache)%s%s\n", d.sets.cache_file.c_str(),
                 s.from_cache_file.empty() ? "" : ", with its ", s.from_cache_file.c_str());
   if (!d.sets.cache_note.empty()) std::fprintf(stderr, "notice: %s\n", d.sets.cache_note.c_str());
+  if (!s.given.contains("--threads"))
+    std::printf("%d loader thread%s (--threads to change)\n", s.threads,
+                s.threads == 1 ? "" : "s");
   if (imagenet_by_default)
     std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
   if (s.freeze_backbone)

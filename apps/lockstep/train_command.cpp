@@ -7,12 +7,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
 #include "commands.h"
 #include "curve_drawer.h"
 #include "data/loader.h"
+#include "data/loader_threads.h"
 #include "distributed/world.h"
 #include "kernels/cpu/thread_pool.h"
 #include "preflight.h"
@@ -52,6 +54,11 @@ std::vector<Device> settle_settings(TrainSettings& s, const ProcessGroup* world,
   }
   std::vector<Device> devices = resolve_devices(s.devices, s.replicas, /*quiet=*/true);
   apply_defaults(s, devices[0], settled);
+  if (!settled.contains("--threads")) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int gpu_replicas = devices[0].is_cuda() ? static_cast<int>(devices.size()) : 0;
+    s.threads = data::default_loader_threads(cores, world ? world->processes_on_host() : 1, gpu_replicas);
+  }
   if (s.data.empty()) s.data = data::default_data_path();
   // Saved absolute: a later eval or --resume from another folder finds the
   // same data, not whatever lies at the relative path there.

@@ -109,7 +109,9 @@ TrainFlags::TrainFlags(CLI::App& command) : command_(command) {
                   "RGB data, else dataset")
       ->check(CLI::IsMember({"dataset", "imagenet", "none"}));
   command.add_option("--input", values_.input, "image folders: resize to CxHxW");
-  command.add_option("--threads", values_.threads, "loader threads")->check(CLI::PositiveNumber);
+  command.add_option("--threads", values_.threads,
+                     "loader threads. Default: on GPUs the cores they leave (2 to 32), on the CPU 2")
+      ->check(CLI::PositiveNumber);
   command.add_option("--limit", values_.limit, "train on this many samples only")
       ->check(count)
       ->check(CLI::NonNegativeNumber);

@@ -9,8 +9,19 @@
 // Fashion-MNIST with the same augmentation; it reports per-thread ratios.
 // Prints a Markdown table, writes JSON.
 //
+// With --photos N, a second table: N photo-sized JPEGs (--photo-size, default
+// 500x375, made from Fashion-MNIST by bench/support/photo_folder.h) resized
+// to 3x96x96 (--photo-input), per thread count: lockstep's first epoch (which
+// decodes and keeps the samples in memory), its later epochs (from memory),
+// every epoch decoded (no memory cache), writing the cache file (lockstep
+// cache) and the epochs read from it; with --peer, beside each, PyTorch's
+// DataLoader over torchvision's ImageFolder with the same resize
+// (bench/peers/torch_loader.py) at as many worker processes, as per-thread
+// ratios.
+//
 //   bench_loader [--threads 1,2,16] [--images 500] [--epochs 4] [--repeat 3] [--peer]
 //                [--json PATH] [--fashion DIR] [--python /usr/bin/python3] [--peer-script PATH]
+//                [--photos N] [--photo-size WxH] [--photo-input N] [--photo-epochs N] [--photos-only]
 // Each case is timed --repeat times and the best kept, for the peer too.
 #include <stb/stb_image_write.h>
 
@@ -34,6 +45,8 @@
 #include "data/random.h"
 #include "base/error.h"
 #include "bench/support/args.h"
+#include "bench/support/photo_folder.h"
+#include "data/cache_file.h"
 
 namespace fs = std::filesystem;
 using namespace lockstep;
@@ -52,11 +65,18 @@ struct Options {
   std::string fashion = default_data_path();
   std::string python = "/usr/bin/python3";
   std::string peer_script = LOCKSTEP_SOURCE_DIR "/bench/peers/pil_loader.py";
+  std::string torch_script = LOCKSTEP_SOURCE_DIR "/bench/peers/torch_loader.py";
+  int photos = 0;  // 0: no photo rows
+  int photo_width = 500, photo_height = 375;
+  int photo_input = 96;
+  int photo_epochs = 3;  // per timing: the first, then the later ones
+  bool photos_only = false;
 };
 
 void usage() {
   std::cout << "usage: bench_loader [--threads 1,2,4] [--images N] [--epochs N] [--repeat N] [--peer] [--json PATH]\n"
-            << "                    [--fashion DIR] [--python PATH] [--peer-script PATH]\n";
+            << "                    [--fashion DIR] [--python PATH] [--peer-script PATH]\n"
+            << "                    [--photos N] [--photo-size WxH] [--photo-input N] [--photo-epochs N] [--photos-only]\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -73,6 +93,16 @@ Options parse(int argc, char** argv) {
     else if (a == "--fashion") o.fashion = value();
     else if (a == "--python") o.python = value();
     else if (a == "--peer-script") o.peer_script = value();
+    else if (a == "--photos") o.photos = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--photo-size") {
+      const std::string v = value();
+      const size_t x = v.find('x');
+      LS_CHECK(x != std::string::npos, "--photo-size ", v, ": expected WxH");
+      o.photo_width = static_cast<int>(bench::parse_int(a, v.substr(0, x)));
+      o.photo_height = static_cast<int>(bench::parse_int(a, v.substr(x + 1)));
+    } else if (a == "--photo-input") o.photo_input = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--photo-epochs") o.photo_epochs = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--photos-only") o.photos_only = true;
     else return false;
     return true;
   });
@@ -82,6 +112,9 @@ Options parse(int argc, char** argv) {
     if (cores > 2) o.threads.push_back(cores);
   }
   LS_CHECK(o.images >= 10 && o.epochs >= 1 && o.repeat >= 1, "need at least 10 images, 1 epoch and 1 repeat");
+  LS_CHECK(o.photos >= 0 && o.photo_epochs >= 2 && o.photo_width > 0 && o.photo_height > 0 && o.photo_input > 0,
+           "--photos at least 0, --photo-epochs at least 2 (the first is timed apart), sizes positive");
+  LS_CHECK(!o.photos_only || o.photos > 0, "--photos-only needs --photos N");
   return o;
 }
 
@@ -159,10 +192,8 @@ Result time_loader(const std::string& workload, std::shared_ptr<const Dataset> d
   return best;
 }
 
-json run_peer(const Options& o, const fs::path& folder) {
-  const std::string command = o.python + " " + o.peer_script + " --dir " + folder.string() + " --size 32 --epochs " +
-                              std::to_string(o.epochs) + " --repeat " + std::to_string(o.repeat) + " --fashion " +
-                              o.fashion;
+// Runs a peer script and parses the JSON object it prints.
+json run_json_command(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) throw Error("bench_loader: cannot run " + command);
   std::string out;
@@ -173,10 +204,178 @@ json run_peer(const Options& o, const fs::path& folder) {
   return json::parse(out);
 }
 
+json run_peer(const Options& o, const fs::path& folder) {
+  return run_json_command(o.python + " " + o.peer_script + " --dir " + folder.string() + " --size 32 --epochs " +
+                          std::to_string(o.epochs) + " --repeat " + std::to_string(o.repeat) + " --fashion " +
+                          o.fashion);
+}
+
+// PyTorch's DataLoader over the photo folder (bench/peers/torch_loader.py).
+json run_torch_peer(const Options& o, const fs::path& folder) {
+  std::string workers;
+  for (int t : o.threads) workers += (workers.empty() ? "" : ",") + std::to_string(t);
+  return run_json_command(o.python + " " + o.torch_script + " --dir " + folder.string() + " --size " +
+                          std::to_string(o.photo_input) + " --workers " + workers + " --epochs " +
+                          std::to_string(o.photo_epochs) + " --repeat " + std::to_string(o.repeat));
+}
+
+// A photo row: the best of the timings of one case.
+struct PhotoRow {
+  std::string workload, peer_workload;  // the PyTorch case it is held against
+  int threads = 0;
+  int64_t images = 0;
+  double seconds = 0;
+  std::vector<double> seconds_all;
+  void add(int64_t n, double s) {
+    seconds_all.push_back(s);
+    if (images == 0 || s < seconds) images = n, seconds = s;
+  }
+  double per_thread() const { return static_cast<double>(images) / seconds / threads; }
+};
+
+int64_t run_epoch(Loader& loader, int64_t epoch) {
+  HostBatch batch;
+  int64_t images = 0;
+  loader.start_epoch(epoch, 0);
+  while (loader.next(batch)) images += batch.count;
+  return images;
+}
+
+double since(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+}
+
+// The photo table (see the top of this file); returns its rows as JSON.
+json photo_rows(const Options& o) {
+  const fs::path root = fs::temp_directory_path() / ("lockstep_bench_photos_" + std::to_string(::getpid()));
+  const fs::path folder = root / "photos", cache = root / "photos.lockstep-cache";
+  fs::remove_all(root);
+  DataSets fashion = open_dataset(o.fashion);
+  const auto written = std::chrono::steady_clock::now();
+  const int64_t bytes = bench::write_photo_folder(folder.string(), o.photos, o.photo_width, o.photo_height,
+                                                  *fashion.train);
+  std::printf("\n%d photos of %dx%d (%.1f MiB of JPEG) written in %.1f s\n", o.photos, o.photo_width, o.photo_height,
+              static_cast<double>(bytes) / 1048576.0, since(written));
+
+  ImageFolderOptions fo;
+  fo.channels = 3;
+  fo.height = fo.width = o.photo_input;
+  LoaderConfig config;
+  config.batch_size = 64;
+  config.normalize = false;
+  DataOptions cache_options;
+  cache_options.channels = 3;
+  cache_options.height = cache_options.width = o.photo_input;
+  cache_options.test_fraction = 0.0;
+  cache_options.use_cache_file = false;
+  const int later = o.photo_epochs - 1;
+
+  std::vector<PhotoRow> rows;
+  for (int t : o.threads) {
+    config.threads = t;
+    PhotoRow first{"first epoch (decodes, keeps in memory)", "photos first epoch", t};
+    PhotoRow kept{"later epochs, from memory", "photos later epochs", t};
+    PhotoRow decoded{"every epoch decoded (--cache-mb 0)", "photos later epochs", t};
+    PhotoRow writing{"lockstep cache: decode into the file", "photos first epoch", t};
+    PhotoRow from_file{"epochs from the cache file", "photos later epochs", t};
+    for (int r = 0; r < o.repeat; ++r) {
+      ImageFolderOptions keep = fo;
+      keep.cache = true;
+      // From the folder's scan: a loader's workers start on epoch 0 as it is made.
+      auto begin = std::chrono::steady_clock::now();
+      Loader loader(std::make_shared<ImageFolder>(folder.string(), keep), config);
+      const int64_t first_images = run_epoch(loader, 0);  // before since(): arguments have no order
+      first.add(first_images, since(begin));
+      begin = std::chrono::steady_clock::now();
+      int64_t n = 0;
+      for (int e = 1; e <= later; ++e) n += run_epoch(loader, e);
+      kept.add(n, since(begin));
+
+      Loader plain(std::make_shared<ImageFolder>(folder.string(), fo), config);
+      run_epoch(plain, 0);  // the epoch its workers began as it was made
+      begin = std::chrono::steady_clock::now();
+      n = 0;
+      for (int e = 1; e <= later; ++e) n += run_epoch(plain, e);
+      decoded.add(n, since(begin));
+
+      fs::remove(cache);
+      CacheWriteOptions write;
+      write.output = cache.string();
+      write.threads = t;
+      begin = std::chrono::steady_clock::now();
+      const CacheWriteSummary summary = write_cache_file(folder.string(), cache_options, write);
+      writing.add(summary.samples, since(begin));
+      Loader mapped(open_dataset(cache.string(), cache_options).train, config);
+      run_epoch(mapped, 0);  // the first read checks each sample's checksum
+      begin = std::chrono::steady_clock::now();
+      n = 0;
+      for (int e = 1; e <= later; ++e) n += run_epoch(mapped, e);
+      from_file.add(n, since(begin));
+    }
+    for (PhotoRow* row : {&first, &kept, &decoded, &writing, &from_file}) rows.push_back(*row);
+  }
+
+  json peer;
+  std::map<std::pair<std::string, int>, json> torch_cases;
+  if (o.peer) {
+    peer = run_torch_peer(o, folder);
+    for (const json& c : peer.at("cases"))
+      torch_cases[{c.at("workload").get<std::string>(), c.at("workers").get<int>()}] = c;
+  }
+  fs::remove_all(root);
+
+  std::printf("\nphotos %dx%d -> 3x%dx%d, batch 64, best of %d timings (later epochs: %d per timing)%s\n\n",
+              o.photo_width, o.photo_height, o.photo_input, o.photo_input, o.repeat, later,
+              o.peer ? "; PyTorch: DataLoader(num_workers = threads) over ImageFolder, Resize + ToTensor" : "");
+  std::printf("| lockstep | threads | images | images/s | images/s per thread |%s\n",
+              o.peer ? " PyTorch images/s per worker | lockstep / PyTorch per thread |" : "");
+  std::printf("|---|---:|---:|---:|---:|%s\n", o.peer ? "---:|---:|" : "");
+  json out = json::array();
+  for (const PhotoRow& r : rows) {
+    json row = {{"workload", r.workload}, {"threads", r.threads},       {"images", r.images},
+                {"seconds", r.seconds},   {"seconds_all", r.seconds_all}, {"images_per_s_per_thread", r.per_thread()}};
+    std::string versus;
+    auto it = torch_cases.find({r.peer_workload, r.threads});
+    if (it != torch_cases.end()) {
+      const double theirs = it->second.at("images_per_s").get<double>() / r.threads;
+      row["pytorch_workload"] = r.peer_workload;
+      row["pytorch_images_per_s_per_worker"] = theirs;
+      row["ratio_per_thread"] = r.per_thread() / theirs;
+      char text[96];
+      const bool first_epoch = r.peer_workload == "photos first epoch";
+      std::snprintf(text, sizeof text, " %.0f (%s) | %.1fx |", theirs, first_epoch ? "first epoch" : "later epochs",
+                    r.per_thread() / theirs);
+      versus = text;
+    } else if (o.peer) {
+      versus = " | |";
+    }
+    std::printf("| %s | %d | %lld | %.0f | %.0f |%s\n", r.workload.c_str(), r.threads,
+                static_cast<long long>(r.images), static_cast<double>(r.images) / r.seconds, r.per_thread(),
+                versus.c_str());
+    out.push_back(row);
+  }
+  json report = {{"photos", o.photos},
+                 {"photo_width", o.photo_width},
+                 {"photo_height", o.photo_height},
+                 {"photo_input", o.photo_input},
+                 {"photo_epochs", o.photo_epochs},
+                 {"jpeg_bytes", bytes},
+                 {"rows", out}};
+  if (o.peer) report["pytorch"] = peer;
+  return report;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
+  if (o.photos_only) {
+    const json report = {{"bench", "loader"}, {"hardware_threads", std::thread::hardware_concurrency()},
+                         {"repeat", o.repeat}, {"photo_rows", photo_rows(o)}};
+    std::ofstream(o.json_path) << report.dump(2) << "\n";
+    std::printf("\nwrote %s\n", o.json_path.c_str());
+    return 0;
+  }
   std::vector<Result> results;
 
   // Fashion-MNIST with the CIFAR-style recipe: pad-4 crop, flip, normalisation.
@@ -279,6 +478,7 @@ int main(int argc, char** argv) try {
                  {"repeat", o.repeat},
                  {"results", rows}};
   if (o.peer) report["peer"] = peer;
+  if (o.photos > 0) report["photo_rows"] = photo_rows(o);
   std::ofstream(o.json_path) << report.dump(2) << "\n";
   std::printf("\nwrote %s\n", o.json_path.c_str());
   return 0;

@@ -152,5 +152,7 @@ TEST_CASE("gpu bf16: every backward-filter algorithm cuDNN offers holds the bf16
         CHECK(outside_bf16_bound(host(gpu, dw), want, "dw") == 0);
       }
       CHECK(accepted > 0);
+      // The op ran on the plan forced above, not on one of its own choosing.
+      CHECK(libraries.plans->conv_plan_count() == 1);
     }
 }

@@ -1,15 +1,17 @@
-// The augmentation kernel's CPU twin (kernels/cpu/augment_cpu.h) against
-// the float path the data loader took before the kernel existed: bytes
-// scaled to [0, 1], then crop or box resize and mirror, then normalisation,
-// each written out here as it was, bit for bit.
+// The augmentation kernel's CPU twin (kernels/cpu/augment_cpu.h) and its op
+// (ops/augment.h) against the float path the data loader took before the
+// kernel existed: bytes scaled to [0, 1], then crop or box resize and
+// mirror, then normalisation, each written out here as it was, bit for bit.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "base/error.h"
 #include "data/augment.h"
 #include "kernels/cpu/augment_cpu.h"
+#include "ops/augment.h"
 #include "support/augment_cases.h"
 
 using namespace lockstep;
@@ -132,6 +134,39 @@ TEST_CASE("augment kernel: the data layer's float path through the cpu twin is u
     }
     require_same_bits(out, old_path(c));
   }
+}
+
+TEST_CASE("augment kernel: the op on the cpu equals the old float path and checks its tensors", "[augment]") {
+  Context ctx(Device::cpu());
+  for (const AugmentCase& c : augment_cases()) {
+    INFO(c.name);
+    const Shape& s = c.shape;
+    Tensor out = Tensor::empty(s);
+    ops::augment_images(ctx, Tensor::from_bytes(s, c.images), ops::augment_draws(c.draws), c.crop_padding,
+                        Tensor::from_vector(Shape{s[1]}, c.mean), Tensor::from_vector(Shape{s[1]}, c.std), out);
+    require_same_bits(out.to_vector(), old_path(c));
+  }
+
+  const AugmentCase c = augment_cases().at(7);
+  const Shape& s = c.shape;
+  const Tensor images = Tensor::from_bytes(s, c.images), draws = ops::augment_draws(c.draws);
+  const Tensor mean = Tensor::from_vector(Shape{s[1]}, c.mean), std = Tensor::from_vector(Shape{s[1]}, c.std);
+  Tensor out = Tensor::empty(s);
+
+  const Tensor floats = Tensor::zeros(s);
+  REQUIRE_THROWS_WITH(ops::augment_images(ctx, floats, draws, c.crop_padding, mean, std, out),
+                      Catch::Contains("images are f32, expected u8"));
+  const Tensor few = ops::augment_draws(std::vector<AugmentDraw>(c.draws.begin(), c.draws.end() - 1));
+  REQUIRE_THROWS_WITH(ops::augment_images(ctx, images, few, c.crop_padding, mean, std, out),
+                      Catch::Contains("draws is"));
+  REQUIRE_THROWS_WITH(ops::augment_images(ctx, images, draws, -1, mean, std, out),
+                      Catch::Contains("negative crop padding"));
+  Tensor wrong = Tensor::empty(Shape{s[0], s[1], s[2], s[3] + 1});
+  REQUIRE_THROWS_WITH(ops::augment_images(ctx, images, draws, c.crop_padding, mean, std, wrong),
+                      Catch::Contains("out is"));
+  const Tensor short_mean = Tensor::zeros(Shape{s[1] + 1});
+  REQUIRE_THROWS_WITH(ops::augment_images(ctx, images, draws, c.crop_padding, short_mean, std, out),
+                      Catch::Contains("mean is"));
 }
 
 TEST_CASE("augment kernel: a resize box outside the sample gives NaN instead of reading past it", "[augment]") {

@@ -43,14 +43,18 @@ LS_HD bool augment_box_inside(const AugmentDraw& draw, int64_t height, int64_t w
          draw.left + draw.width <= width;
 }
 
-// Output pixel (y, column) of a crop (column already mirrored): padded pixel
-// (y + dy, column + dx), which is input pixel (y + dy - p, column + dx - p)
-// or a zero of the padding.
+// A crop's output row y (or mirrored column) shows padded row y + offset,
+// which is input row y + offset - padding: a zero of the padding when that
+// lies outside [0, size).
+LS_HD int64_t crop_source(int64_t at, int64_t offset, int64_t crop_padding) { return at + offset - crop_padding; }
+LS_HD bool crop_inside(int64_t source, int64_t size) { return source >= 0 && source < size; }
+
+// Output pixel (y, column) of a crop, the column already mirrored.
 template <typename In>
 LS_HD float crop_pixel(const In* plane, int64_t height, int64_t width, int64_t crop_padding, const AugmentDraw& draw,
                        int64_t y, int64_t column) {
-  const int64_t sy = y + draw.dy - crop_padding, sx = column + draw.dx - crop_padding;
-  return (sy >= 0 && sy < height && sx >= 0 && sx < width) ? pixel_value(plane[sy * width + sx]) : 0.0f;
+  const int64_t sy = crop_source(y, draw.dy, crop_padding), sx = crop_source(column, draw.dx, crop_padding);
+  return crop_inside(sy, height) && crop_inside(sx, width) ? pixel_value(plane[sy * width + sx]) : 0.0f;
 }
 
 // One axis of a bilinear resize of `box` source pixels from `start` to
@@ -75,16 +79,15 @@ LS_HD AugmentTap augment_tap(int64_t start, int64_t box, int64_t size, int64_t o
 // a + t * (b - a), rounded after each step.
 LS_HD float augment_lerp(float a, float b, float t) { return add_rn(a, mul_rn(t, sub_rn(b, a))); }
 
-// Output pixel of a resized box at the taps of its row and (mirrored) column.
-// The box is never larger than the sample, so the resize only enlarges or
+// Output pixel of a resized box from source rows `a` and `b` (the row tap's
+// i0 and i1) at the row tap's weight and the (mirrored) column's tap. The
+// box is never larger than the sample, so the resize only enlarges or
 // copies: no averaging filter is needed.
 template <typename In>
-LS_HD float box_pixel(const In* plane, int64_t width, const AugmentTap& row, const AugmentTap& column) {
-  const In* a = plane + row.i0 * width;
-  const In* b = plane + row.i1 * width;
+LS_HD float box_pixel(const In* a, const In* b, float row_t, const AugmentTap& column) {
   const float top = augment_lerp(pixel_value(a[column.i0]), pixel_value(a[column.i1]), column.t);
   const float bottom = augment_lerp(pixel_value(b[column.i0]), pixel_value(b[column.i1]), column.t);
-  return augment_lerp(top, bottom, row.t);
+  return augment_lerp(top, bottom, row_t);
 }
 
 // Per-channel normalisation: (x - mean) * (1 / stddev), the reciprocal rounded
@@ -102,7 +105,8 @@ LS_HD float augment_pixel(const In* plane, int64_t height, int64_t width, int64_
   const int64_t column = augment_source_column(draw, width, x);
   if (draw.height == 0) return crop_pixel(plane, height, width, crop_padding, draw, y, column);
   if (!augment_box_inside(draw, height, width)) return std::numeric_limits<float>::quiet_NaN();
-  return box_pixel(plane, width, augment_tap(draw.top, draw.height, height, y),
+  const AugmentTap row = augment_tap(draw.top, draw.height, height, y);
+  return box_pixel(plane + row.i0 * width, plane + row.i1 * width, row.t,
                    augment_tap(draw.left, draw.width, width, column));
 }
 

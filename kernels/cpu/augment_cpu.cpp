@@ -34,12 +34,28 @@ void augment_one(const In* in, float* out, int64_t channels, int64_t height, int
   for (int64_t c = 0; c < channels; ++c) {
     const In* src = in + c * plane;
     float* dst = out + c * plane;
-    for (int64_t y = 0; y < height; ++y)
-      for (int64_t x = 0; x < width; ++x) {
-        const int64_t column = augment_source_column(draw, width, x);
-        dst[y * width + x] = box ? box_pixel(src, width, rows[y], columns[column])
-                                 : crop_pixel(src, height, width, crop_padding, draw, y, column);
+    // Row by row, what depends on the row alone worked out once.
+    for (int64_t y = 0; y < height; ++y) {
+      float* row = dst + y * width;
+      if (box) {
+        const AugmentTap& r = rows[y];
+        const In* a = src + r.i0 * width;
+        const In* b = src + r.i1 * width;
+        for (int64_t x = 0; x < width; ++x)
+          row[x] = box_pixel(a, b, r.t, columns[augment_source_column(draw, width, x)]);
+        continue;
       }
+      const int64_t sy = crop_source(y, draw.dy, crop_padding);
+      if (!crop_inside(sy, height)) {
+        std::fill(row, row + width, 0.0f);
+        continue;
+      }
+      const In* src_row = src + sy * width;
+      for (int64_t x = 0; x < width; ++x) {
+        const int64_t sx = crop_source(augment_source_column(draw, width, x), draw.dx, crop_padding);
+        row[x] = crop_inside(sx, width) ? pixel_value(src_row[sx]) : 0.0f;
+      }
+    }
     if (!mean) continue;
     const float shift = mean[c], inv_std = augment_inv_std(stddev[c]);
     for (int64_t i = 0; i < plane; ++i) dst[i] = augment_normalize(dst[i], shift, inv_std);

@@ -32,7 +32,8 @@ struct AugmentDraw {
 LS_HD float pixel_value(uint8_t byte) { return mul_rn(static_cast<float>(byte), 1.0f / 255.0f); }
 LS_HD float pixel_value(float value) { return value; }
 
-// The column of the sample's output pixel x before mirroring.
+// The column (of the crop, or of the box's taps) that output column x
+// shows: its mirror image when the draw flips the sample.
 LS_HD int64_t augment_source_column(const AugmentDraw& draw, int64_t width, int64_t x) {
   return draw.flip ? width - 1 - x : x;
 }

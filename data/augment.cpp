@@ -1,11 +1,11 @@
 #include "data/augment.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 
-#include "data/random.h"
 #include "base/error.h"
+#include "data/random.h"
+#include "kernels/augment_math.h"
+#include "kernels/cpu/augment_cpu.h"
 
 namespace lockstep::data {
 
@@ -116,79 +116,9 @@ void draw_resized_crop(AugmentDraw& draw, int64_t height, int64_t width, Rng& rn
 
 }  // namespace
 
-namespace {
-
-// One axis of a bilinear resize of `box` source pixels from `start` to
-// `size` output pixels, pixel centres aligned (half-pixel offsets, as
-// torchvision's and PIL's resize): output o reads sources i0 and i1 with
-// weight 1 - t and t.
-struct Tap {
-  int64_t i0 = 0, i1 = 0;
-  float t = 0.0f;
-};
-std::vector<Tap> bilinear_taps(int64_t start, int64_t box, int64_t size) {
-  std::vector<Tap> taps(static_cast<size_t>(size));
-  const double step = static_cast<double>(box) / static_cast<double>(size);
-  for (int64_t o = 0; o < size; ++o) {
-    const double at = std::clamp((static_cast<double>(o) + 0.5) * step - 0.5, 0.0, static_cast<double>(box - 1));
-    const int64_t i0 = static_cast<int64_t>(at);
-    taps[o] = {start + i0, start + std::min(i0 + 1, box - 1), static_cast<float>(at - static_cast<double>(i0))};
-  }
-  return taps;
-}
-
-// The draw's box of `in` resized to the whole height x width (and mirrored
-// when the draw says so). The box is never larger than the sample, so the
-// resize only enlarges or copies: no averaging filter is needed.
-void resize_box(const float* in, float* out, int64_t channels, int64_t height, int64_t width, const AugmentDraw& draw) {
-  const std::vector<Tap> rows = bilinear_taps(draw.top, draw.height, height);
-  const std::vector<Tap> cols = bilinear_taps(draw.left, draw.width, width);
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* src = in + c * height * width;
-    float* dst = out + c * height * width;
-    for (int64_t y = 0; y < height; ++y) {
-      const Tap& r = rows[y];
-      const float* a = src + r.i0 * width;
-      const float* b = src + r.i1 * width;
-      for (int64_t x = 0; x < width; ++x) {
-        const Tap& k = cols[draw.flip ? width - 1 - x : x];
-        const float top = a[k.i0] + k.t * (a[k.i1] - a[k.i0]);
-        const float bottom = b[k.i0] + k.t * (b[k.i1] - b[k.i0]);
-        dst[y * width + x] = top + r.t * (bottom - top);
-      }
-    }
-  }
-}
-
-}  // namespace
-
 void apply_augmentation(const float* in, float* out, const Shape& shape, int64_t crop_padding,
                         const AugmentDraw& draw) {
-  const int64_t channels = shape[0], height = shape[1], width = shape[2];
-  if (draw.height > 0) {
-    resize_box(in, out, channels, height, width, draw);
-    return;
-  }
-  // Output (y, x) shows padded pixel (y + dy, x' + dx), x' = x or its mirror,
-  // which is input pixel (y + dy - p, x' + dx - p) or a zero of the padding.
-  const int64_t shift_y = draw.dy - crop_padding, shift_x = draw.dx - crop_padding;
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* src = in + c * height * width;
-    float* dst = out + c * height * width;
-    for (int64_t y = 0; y < height; ++y) {
-      float* row = dst + y * width;
-      const int64_t sy = y + shift_y;
-      if (sy < 0 || sy >= height) {
-        std::memset(row, 0, static_cast<size_t>(width) * sizeof(float));
-        continue;
-      }
-      const float* src_row = src + sy * width;
-      for (int64_t x = 0; x < width; ++x) {
-        const int64_t sx = (draw.flip ? width - 1 - x : x) + shift_x;
-        row[x] = (sx >= 0 && sx < width) ? src_row[sx] : 0.0f;
-      }
-    }
-  }
+  cpu::augment_sample(in, out, shape[0], shape[1], shape[2], crop_padding, draw, nullptr, nullptr);
 }
 
 void normalize(float* chw, const Shape& shape, const Normalization& norm) {
@@ -197,9 +127,9 @@ void normalize(float* chw, const Shape& shape, const Normalization& norm) {
            "normalize: ", norm.mean.size(), " means and ", norm.std.size(), " stds for ", channels,
            " channels of ", shape.str());
   for (int64_t c = 0; c < channels; ++c) {
-    const float mean = norm.mean[c], inv_std = 1.0f / norm.std[c];
+    const float mean = norm.mean[c], inv_std = augment_inv_std(norm.std[c]);
     float* p = chw + c * plane;
-    for (int64_t i = 0; i < plane; ++i) p[i] = (p[i] - mean) * inv_std;
+    for (int64_t i = 0; i < plane; ++i) p[i] = augment_normalize(p[i], mean, inv_std);
   }
 }
 

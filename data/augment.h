@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "kernels/augment_math.h"
 #include "runtime/shape.h"
 
 namespace lockstep::data {
@@ -44,15 +45,9 @@ struct AugmentConfig {
   bool enabled() const { return crop_padding > 0 || random_resized_crop || horizontal_flip; }
 };
 
-// What augmentation does to one sample: the crop's offset into the padded
-// image (each in [0, 2 * crop_padding]), the random-resized-crop box (rows
-// top..top+height-1, columns left..left+width-1 of the sample; height 0 when
-// there is none) and whether it is mirrored.
-struct AugmentDraw {
-  int64_t dy = 0, dx = 0;
-  bool flip = false;
-  int64_t top = 0, left = 0, height = 0, width = 0;
-};
+// What augmentation does to one sample (kernels/augment_math.h, where the
+// arithmetic of both the CPU and the GPU path is written).
+using lockstep::AugmentDraw;
 // `shape`: the sample's [C, H, W].
 AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample,
                               const Shape& shape);

@@ -11,11 +11,20 @@ const char* dtype_name(DType dtype) {
     case DType::f32: return "f32";
     case DType::i32: return "i32";
     case DType::bf16: return "bf16";
+    case DType::u8: return "u8";
   }
   return "unknown";
 }
 
-size_t dtype_size(DType dtype) { return dtype == DType::bf16 ? 2 : 4; }
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return 2;
+    case DType::u8: return 1;
+    case DType::f32:
+    case DType::i32: break;
+  }
+  return 4;
+}
 
 Storage::Storage(size_t size, std::shared_ptr<Allocator> alloc) : bytes(size), allocator(std::move(alloc)) {
   ptr = allocator->allocate(bytes);
@@ -66,6 +75,14 @@ Tensor Tensor::from_labels(const std::vector<int32_t>& labels, Device device) {
   return t;
 }
 
+Tensor Tensor::from_bytes(const Shape& shape, const std::vector<uint8_t>& bytes, Device device) {
+  LS_CHECK(static_cast<int64_t>(bytes.size()) == shape.numel(), "from_bytes: ", bytes.size(), " bytes for shape ",
+           shape.str());
+  Tensor t = empty(shape, device, DType::u8);
+  copy_bytes(t.raw(), device, bytes.data(), Device::cpu(), t.bytes());
+  return t;
+}
+
 void* Tensor::raw() const {
   LS_CHECK(defined(), "use of an undefined tensor");
   return static_cast<char*>(storage_->ptr) + offset_ * dtype_size(dtype_);
@@ -88,6 +105,12 @@ uint16_t* Tensor::bf16_data() {
   return static_cast<uint16_t*>(raw());
 }
 const uint16_t* Tensor::bf16_data() const { return const_cast<Tensor*>(this)->bf16_data(); }
+
+uint8_t* Tensor::u8_data() {
+  LS_CHECK(dtype_ == DType::u8, "tensor of ", dtype_name(dtype_), " read as u8");
+  return static_cast<uint8_t*>(raw());
+}
+const uint8_t* Tensor::u8_data() const { return const_cast<Tensor*>(this)->u8_data(); }
 
 Tensor Tensor::with_format(MemoryFormat format) const {
   LS_CHECK(format == MemoryFormat::nchw || shape_.rank() == 4, "a ", memory_format_name(format),

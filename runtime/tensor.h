@@ -13,8 +13,13 @@
 namespace lockstep {
 
 // bf16 elements are the raw bits of a bfloat16 (kernels/bf16_math.h), two
-// bytes each: precision bf16's copy of the weights (runtime/arena.h).
-enum class DType { f32, i32, bf16 };
+// bytes each: precision bf16's copy of the weights (runtime/arena.h). u8
+// holds bytes: decoded images on their way to augmentation (ops/augment.h),
+// which cross to a GPU at a quarter of their size as floats, and the
+// augmentation draws as the bytes of their structs. A dtype rather than raw
+// pointers, so they are allocated, copied, viewed by sample and checked for
+// device and shape as every other tensor is.
+enum class DType { f32, i32, bf16, u8 };
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);  // bytes per element
 
@@ -38,6 +43,7 @@ public:
   static Tensor zeros(const Shape& shape, Device device = Device::cpu(), DType dtype = DType::f32);
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values, Device device = Device::cpu());
   static Tensor from_labels(const std::vector<int32_t>& labels, Device device = Device::cpu());
+  static Tensor from_bytes(const Shape& shape, const std::vector<uint8_t>& bytes, Device device = Device::cpu());
   // A bf16 tensor holding `values` rounded to bf16 (to nearest, ties to even).
   static Tensor from_vector_bf16(const Shape& shape, const std::vector<float>& values, Device device = Device::cpu());
 
@@ -61,6 +67,8 @@ public:
   const int32_t* labels() const;
   uint16_t* bf16_data();  // the bits of each bf16 element
   const uint16_t* bf16_data() const;
+  uint8_t* u8_data();
+  const uint8_t* u8_data() const;
   void* raw() const;
 
   // A view of `shape` starting `offset` elements into this one. An nhwc

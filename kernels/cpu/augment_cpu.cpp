@@ -1,0 +1,86 @@
+#include "kernels/cpu/augment_cpu.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/thread_pool.h"
+
+namespace lockstep::cpu {
+namespace {
+
+// A resized box's taps depend only on the row or the column, so they are
+// worked out once per sample rather than once per pixel as on the GPU.
+std::vector<AugmentTap> taps(int64_t start, int64_t box, int64_t size) {
+  std::vector<AugmentTap> out(static_cast<size_t>(size));
+  for (int64_t o = 0; o < size; ++o) out[o] = augment_tap(start, box, size, o);
+  return out;
+}
+
+template <typename In>
+void augment_one(const In* in, float* out, int64_t channels, int64_t height, int64_t width, int64_t crop_padding,
+                 const AugmentDraw& draw, const float* mean, const float* stddev) {
+  const int64_t plane = height * width;
+  const bool box = draw.height != 0;
+  if (box && !augment_box_inside(draw, height, width)) {
+    std::fill(out, out + channels * plane, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  std::vector<AugmentTap> rows, columns;
+  if (box) {
+    rows = taps(draw.top, draw.height, height);
+    columns = taps(draw.left, draw.width, width);
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const In* src = in + c * plane;
+    float* dst = out + c * plane;
+    // Row by row, what depends on the row alone worked out once.
+    for (int64_t y = 0; y < height; ++y) {
+      float* row = dst + y * width;
+      if (box) {
+        const AugmentTap& r = rows[y];
+        const In* a = src + r.i0 * width;
+        const In* b = src + r.i1 * width;
+        for (int64_t x = 0; x < width; ++x)
+          row[x] = box_pixel(a, b, r.t, columns[augment_source_column(draw, width, x)]);
+        continue;
+      }
+      const int64_t sy = crop_source(y, draw.dy, crop_padding);
+      if (!crop_inside(sy, height)) {
+        std::fill(row, row + width, 0.0f);
+        continue;
+      }
+      const In* src_row = src + sy * width;
+      for (int64_t x = 0; x < width; ++x) {
+        const int64_t sx = crop_source(augment_source_column(draw, width, x), draw.dx, crop_padding);
+        row[x] = crop_inside(sx, width) ? pixel_value(src_row[sx]) : 0.0f;
+      }
+    }
+    if (!mean) continue;
+    const float shift = mean[c], inv_std = augment_inv_std(stddev[c]);
+    for (int64_t i = 0; i < plane; ++i) dst[i] = augment_normalize(dst[i], shift, inv_std);
+  }
+}
+
+}  // namespace
+
+void augment_sample(const uint8_t* in, float* out, int64_t channels, int64_t height, int64_t width,
+                    int64_t crop_padding, const AugmentDraw& draw, const float* mean, const float* stddev) {
+  augment_one(in, out, channels, height, width, crop_padding, draw, mean, stddev);
+}
+
+void augment_sample(const float* in, float* out, int64_t channels, int64_t height, int64_t width,
+                    int64_t crop_padding, const AugmentDraw& draw, const float* mean, const float* stddev) {
+  augment_one(in, out, channels, height, width, crop_padding, draw, mean, stddev);
+}
+
+void augment_batch(const uint8_t* in, float* out, int64_t n, int64_t channels, int64_t height, int64_t width,
+                   int64_t crop_padding, const AugmentDraw* draws, const float* mean, const float* stddev) {
+  const int64_t per_sample = channels * height * width;
+  parallel_items(n, per_sample, [&](int64_t i) {
+    augment_one(in + i * per_sample, out + i * per_sample, channels, height, width, crop_padding, draws[i], mean,
+                stddev);
+  });
+}
+
+}  // namespace lockstep::cpu

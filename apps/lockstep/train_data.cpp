@@ -1,6 +1,7 @@
 #include "train_data.h"
 
 #include <algorithm>
+#include <exception>
 #include <sstream>
 #include <string>
 
@@ -26,7 +27,7 @@ void adopt_cache_settings(TrainSettings& s, const GivenFlags& settled) {
   data::CacheMadeWith made;
   try {
     made = data::read_cache_options(s.data);
-  } catch (const Error&) {
+  } catch (const std::exception&) {
     return;  // open_data refuses it, naming what is wrong
   }
   std::string taken;

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/folder_sync.h"
 #include "base/error.h"
 #include "data/image_folder.h"
 
@@ -672,13 +673,7 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
   LS_CHECK(::rename(temp.c_str(), output.c_str()) == 0, "cache file ", output, ": cannot rename ", temp, " over it (",
            errno_text(), ")");
   guard.done = true;
-  // The rename itself survives a crash once the folder is flushed too.
-  const std::string dir = out_path.parent_path().empty() ? "." : out_path.parent_path().string();
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  sync_folder_of(output);  // the rename survives a crash once the folder is flushed too
   CacheWriteSummary summary;
   summary.path = output;
   summary.samples = samples;

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <unistd.h>
 
+#include "base/folder_sync.h"
 #include "base/error.h"
 
 namespace lockstep {
@@ -114,12 +115,7 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file) {
     std::remove(tmp.c_str());
     LS_FAIL("cannot rename ", tmp, " to ", path, ": ", ec.message());
   }
-  // The rename itself reaches the disk only with its folder.
-  const std::string folder = std::filesystem::absolute(path).parent_path().string();
-  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  sync_folder_of(path);  // the rename reaches the disk only with its folder
 }
 
 std::string temporary_prefix(const std::string& path) { return path + ".tmp-"; }

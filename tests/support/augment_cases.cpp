@@ -1,9 +1,8 @@
 #include "support/augment_cases.h"
 
-#include <catch2/catch.hpp>
-
 #include <cstring>
 #include <random>
+#include <sstream>
 
 #include "data/augment.h"
 
@@ -76,13 +75,16 @@ std::vector<AugmentCase> augment_cases() {
   return cases;
 }
 
-void require_same_bits(const std::vector<float>& actual, const std::vector<float>& expected) {
-  REQUIRE(actual.size() == expected.size());
+std::string bits_difference(const std::vector<float>& actual, const std::vector<float>& expected) {
+  if (actual.size() != expected.size())
+    return std::to_string(actual.size()) + " values, expected " + std::to_string(expected.size());
   for (size_t i = 0; i < actual.size(); ++i)
     if (std::memcmp(&actual[i], &expected[i], sizeof(float)) != 0) {
-      INFO("element " << i << " of " << actual.size() << ": " << actual[i] << ", expected " << expected[i]);
-      REQUIRE(std::memcmp(&actual[i], &expected[i], sizeof(float)) == 0);
+      std::ostringstream out;
+      out << "element " << i << " of " << actual.size() << ": " << actual[i] << ", expected " << expected[i];
+      return out.str();
     }
+  return "";
 }
 
 }  // namespace lockstep::testing

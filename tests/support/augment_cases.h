@@ -27,8 +27,8 @@ struct AugmentCase {
 
 std::vector<AugmentCase> augment_cases();
 
-// Every float of `actual` has the bits of `expected`'s; a failure names the
-// first element that differs and both values.
-void require_same_bits(const std::vector<float>& actual, const std::vector<float>& expected);
+// Empty when every float of `actual` has the bits of `expected`'s; else what
+// differs: the sizes, or the first element that differs and both values.
+std::string bits_difference(const std::vector<float>& actual, const std::vector<float>& expected);
 
 }  // namespace lockstep::testing

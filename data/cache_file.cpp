@@ -20,8 +20,8 @@
 #include <sstream>
 #include <thread>
 
-#include "base/folder_sync.h"
 #include "base/error.h"
+#include "base/folder_sync.h"
 #include "data/image_folder.h"
 
 namespace lockstep::data {

@@ -20,8 +20,8 @@
 #include <tuple>
 #include <unistd.h>
 
-#include "base/folder_sync.h"
 #include "base/error.h"
+#include "base/folder_sync.h"
 
 namespace lockstep {
 

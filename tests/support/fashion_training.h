@@ -13,10 +13,10 @@ namespace lockstep::testing {
 
 struct FashionSubset {
   std::vector<HostBatch> train;  // consecutive batches of 32 of the training set
-  std::vector<HostBatch> test;   // 2000 test samples in batches of 250
+  std::vector<HostBatch> test;   // the first 4000 test samples in batches of 250
 };
 
-// The first `steps` * 32 training samples and 2000 test samples, normalised
+// The first `steps` * 32 training samples and 4000 test samples, normalised
 // by Fashion-MNIST's mean and standard deviation; read once per process
 // (the first call's `steps` sets how many).
 const FashionSubset& fashion_subset(int64_t steps);
@@ -26,7 +26,9 @@ const FashionSubset& fashion_subset(int64_t steps);
 // learning rate decaying linearly to zero: the weights settle at the end, so
 // the batch-norm running statistics the evaluation uses have caught up with
 // them (after a few dozen steps at a constant rate, resnet20's test accuracy
-// still swings by tens of points with them).
-double accuracy_after_training(const std::string& name, Precision precision, Device device, int64_t steps);
+// still swings by tens of points with them). Evaluated on the first
+// `test_samples` test samples (a multiple of 250, at most 4000).
+double accuracy_after_training(const std::string& name, Precision precision, Device device, int64_t steps,
+                               int64_t test_samples = 2000);
 
 }  // namespace lockstep::testing

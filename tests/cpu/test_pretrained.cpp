@@ -80,6 +80,30 @@ double normwise_relative(const std::vector<float>& got, const std::vector<float>
   return std::sqrt(diff / norm);
 }
 
+// What every section of the refusal test starts from, made once per process
+// (Catch runs a test case again from its top for each section): tv-resnet18
+// from seed 1 exported in torchvision's names, and the values of the same
+// model from seed 2, which a refused file must leave as they are.
+struct RefusalFixture {
+  TempDir dir;
+  std::string exported_path = dir / "a.safetensors";
+  SafetensorsFile good;
+  std::map<std::string, std::vector<float>> exported, untouched;
+
+  RefusalFixture() {
+    auto a = tv_model("tv-resnet18", Shape{3, 32, 32}, 5, 1);
+    export_model(*a, dir / "a.ckpt", exported_path, StateDictNames::torchvision);
+    good = read_safetensors(exported_path);
+    exported = values_of(*a);
+    untouched = values_of(*tv_model("tv-resnet18", Shape{3, 32, 32}, 5, 2));
+  }
+};
+
+const RefusalFixture& refusal_fixture() {
+  static const RefusalFixture fixture;
+  return fixture;
+}
+
 }  // namespace
 
 TEST_CASE("a tv model's export loads back into another of the same architecture, every tensor equal",
@@ -143,12 +167,12 @@ TEST_CASE("another class count re-initialises the classifier alone and says so",
 
 TEST_CASE("pretrained weights that do not fit are refused naming the file, the tensor and both shapes",
           "[pretrained][errors]") {
+  const RefusalFixture& fixture = refusal_fixture();
+  const SafetensorsFile& good = fixture.good;
+  const auto& untouched = fixture.untouched;
+  const std::string& exported = fixture.exported_path;
   TempDir dir;
-  auto a = tv_model("tv-resnet18", Shape{3, 32, 32}, 5, 1);
-  export_model(*a, dir / "a.ckpt", dir / "a.safetensors", StateDictNames::torchvision);
-  const SafetensorsFile good = read_safetensors(dir / "a.safetensors");
   auto b = tv_model("tv-resnet18", Shape{3, 32, 32}, 5, 2);
-  const auto untouched = values_of(*b);
   auto edited = [&](const std::string& file, auto edit) {
     SafetensorsFile f = good;
     edit(f);
@@ -179,7 +203,7 @@ TEST_CASE("pretrained weights that do not fit are refused naming the file, the t
     });
     auto d = tv_model("tv-resnet18", Shape{3, 32, 32}, 5, 2);
     REQUIRE(load_pretrained(*d, counted).tensors == static_cast<int64_t>(untouched.size()));
-    REQUIRE(values_of(*d) == values_of(*a));
+    REQUIRE(values_of(*d) == fixture.exported);
     const std::string path = edited("extra.safetensors", [](SafetensorsFile& f) {
       f.tensors.push_back({"layer5.0.conv1.weight", {Shape{2, 2}, {1, 2, 3, 4}}});
     });
@@ -200,14 +224,14 @@ TEST_CASE("pretrained weights that do not fit are refused naming the file, the t
     }
   }
   SECTION("a truncated file") {
-    fs::copy_file(dir / "a.safetensors", dir / "cut.safetensors");
-    fs::resize_file(dir / "cut.safetensors", fs::file_size(dir / "a.safetensors") - 100);
+    fs::copy_file(exported, dir / "cut.safetensors");
+    fs::resize_file(dir / "cut.safetensors", fs::file_size(exported) - 100);
     REQUIRE_THROWS_WITH(load_pretrained(*b, dir / "cut.safetensors"),
                         Catch::Contains(dir / "cut.safetensors") && Catch::Contains("truncated"));
   }
   SECTION("a model that is not torchvision's, and a file that is not there") {
     auto cifar = tv_model("resnet18", Shape{3, 32, 32}, 5, 2);
-    REQUIRE_THROWS_WITH(load_pretrained(*cifar, dir / "a.safetensors"),
+    REQUIRE_THROWS_WITH(load_pretrained(*cifar, exported),
                         Catch::Contains("not 'resnet18'") && Catch::Contains("tv-resnet18 is torchvision's"));
     REQUIRE_THROWS_WITH(load_pretrained(*b, dir / "none.safetensors"), Catch::Contains("no such file"));
   }

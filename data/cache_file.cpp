@@ -283,7 +283,7 @@ public:
   int64_t num_classes() const override { return static_cast<int64_t>(map_->class_names.size()); }
   const std::vector<std::string>& class_names() const override { return map_->class_names; }
   int32_t label(int64_t index) const override { return map_->label(first_ + index); }
-  void read(int64_t index, float* out) const override {
+  void read_pixels(int64_t index, uint8_t* out) const override {
     const int64_t sample = first_ + index;
     const uint8_t* bytes = map_->pixels(sample);
     const size_t n = static_cast<size_t>(map_->header.sample_bytes);
@@ -293,7 +293,7 @@ public:
                sample_name(index), ") fail their checksum: the file is damaged; rebuild it: ", map_->command);
       checked.store(1, std::memory_order_release);
     }
-    for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
+    std::memcpy(out, bytes, n);
   }
   // Reads are cheap, yet the folder loader's normalisation samples the set
   // as for a folder read from disk: said alike so the statistics are equal.

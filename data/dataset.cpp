@@ -1,8 +1,11 @@
 #include "data/dataset.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "base/error.h"
+#include "kernels/augment_math.h"
 
 namespace lockstep::data {
 
@@ -37,10 +40,16 @@ const uint8_t* InMemoryDataset::sample_bytes(int64_t index) const {
   return pixels_.data() + static_cast<size_t>(index) * static_cast<size_t>(shape_.numel());
 }
 
-void InMemoryDataset::read(int64_t index, float* out) const {
-  const uint8_t* in = sample_bytes(index);
-  const int64_t n = shape_.numel();
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]) * (1.0f / 255.0f);
+void Dataset::read(int64_t index, float* out) const {
+  const int64_t n = sample_shape().numel();
+  thread_local std::vector<uint8_t> bytes;
+  bytes.resize(static_cast<size_t>(n));
+  read_pixels(index, bytes.data());
+  for (int64_t i = 0; i < n; ++i) out[i] = pixel_value(bytes[i]);
+}
+
+void InMemoryDataset::read_pixels(int64_t index, uint8_t* out) const {
+  std::memcpy(out, sample_bytes(index), static_cast<size_t>(shape_.numel()));
 }
 
 Subset::Subset(std::shared_ptr<const Dataset> parent, std::vector<int64_t> indices, std::string name)

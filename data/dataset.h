@@ -1,9 +1,10 @@
 #pragma once
-// A Dataset is an indexed set of labelled images of one shape. Reading a
-// sample writes C*H*W floats in [0, 1] (pixel / 255), channel-major; what
-// happens after (crop, flip, normalisation) is the loader's business.
-// Datasets are read from several loader threads at once: read() and label()
-// must be safe to call concurrently.
+// A Dataset is an indexed set of labelled images of one shape, each pixel a
+// byte: reading a sample writes its C*H*W bytes channel-major, or the same
+// as floats in [0, 1] (pixel / 255). What happens after (crop, flip,
+// normalisation) is the loader's business, or the device's when batches
+// travel as bytes. Datasets are read from several loader threads at once:
+// read_pixels() and label() must be safe to call concurrently.
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -22,9 +23,12 @@ public:
   virtual int64_t num_classes() const = 0;
   virtual const std::vector<std::string>& class_names() const = 0;
   virtual int32_t label(int64_t index) const = 0;
-  // Writes sample `index` into `out` (sample_shape().numel() floats).
+  // Writes sample `index` into `out` (sample_shape().numel() bytes).
   // Throws lockstep::Error naming the file when the sample cannot be read.
-  virtual void read(int64_t index, float* out) const = 0;
+  virtual void read_pixels(int64_t index, uint8_t* out) const = 0;
+  // The same sample as sample_shape().numel() floats, each byte / 255
+  // (kernels/augment_math.h's pixel_value, as augmentation converts them).
+  void read(int64_t index, float* out) const;
   // Where the samples come from, for messages ("IDX .../train-images-idx3-ubyte.gz").
   virtual std::string source() const = 0;
   // True when every sample is already decoded in memory (reads are cheap).
@@ -49,7 +53,7 @@ public:
   int64_t num_classes() const override { return static_cast<int64_t>(class_names_.size()); }
   const std::vector<std::string>& class_names() const override { return class_names_; }
   int32_t label(int64_t index) const override { return labels_[index]; }
-  void read(int64_t index, float* out) const override;
+  void read_pixels(int64_t index, uint8_t* out) const override;
   std::string source() const override { return source_; }
   bool in_memory() const override { return true; }
 
@@ -73,7 +77,7 @@ public:
   int64_t num_classes() const override { return parent_->num_classes(); }
   const std::vector<std::string>& class_names() const override { return parent_->class_names(); }
   int32_t label(int64_t index) const override { return parent_->label(indices_[index]); }
-  void read(int64_t index, float* out) const override { parent_->read(indices_[index], out); }
+  void read_pixels(int64_t index, uint8_t* out) const override { parent_->read_pixels(indices_[index], out); }
   std::string source() const override;
   bool in_memory() const override { return parent_->in_memory(); }
   std::string sample_name(int64_t index) const override { return parent_->sample_name(indices_[index]); }

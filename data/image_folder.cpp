@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cctype>
 #include <climits>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "data/image_resize.h"
 #include "data/jpeg_decode.h"
 #include "base/error.h"
+#include "kernels/augment_math.h"
 
 namespace lockstep::data {
 namespace fs = std::filesystem;
@@ -244,7 +246,7 @@ void load_image(const std::string& path, int64_t channels, int64_t height, int64
                 int64_t max_pixels, double center_crop) {
   std::vector<uint8_t> bytes(static_cast<size_t>(Shape{channels, height, width}.numel()));
   decode_image(path, channels, height, width, bytes.data(), max_pixels, center_crop);
-  for (size_t i = 0; i < bytes.size(); ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
+  for (size_t i = 0; i < bytes.size(); ++i) out[i] = pixel_value(bytes[i]);
 }
 
 ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
@@ -308,42 +310,36 @@ void ImageFolder::keep_decoded() {
   cache_state_ = std::make_unique<std::atomic<uint8_t>[]>(files_.size());
 }
 
-void ImageFolder::read(int64_t index, float* out) const {
+void ImageFolder::read_pixels(int64_t index, uint8_t* out) const {
   const int64_t n = sample_shape().numel();
-  auto to_float = [&](const uint8_t* bytes) {
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
+  auto decode_into = [&](uint8_t* to) {
+    decode_image(files_[index], options_.channels, options_.height, options_.width, to, options_.max_pixels,
+                 options_.center_crop);
   };
   if (!cache_state_) {
-    std::vector<uint8_t> bytes(static_cast<size_t>(n));
-    decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels,
-                 options_.center_crop);
-    to_float(bytes.data());
+    decode_into(out);
     return;
   }
   uint8_t* slot = cache_.data() + static_cast<size_t>(index) * static_cast<size_t>(n);
   std::atomic<uint8_t>& state = cache_state_[index];
   if (state.load(std::memory_order_acquire) == 2) {
-    to_float(slot);
+    std::memcpy(out, slot, static_cast<size_t>(n));
     return;
   }
   // Whoever claims the slot fills it; a reader that loses the race decodes for itself.
   uint8_t expected = 0;
   if (state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     try {
-      decode_image(files_[index], options_.channels, options_.height, options_.width, slot, options_.max_pixels,
-                   options_.center_crop);
+      decode_into(slot);
     } catch (...) {
       state.store(0, std::memory_order_release);
       throw;
     }
     state.store(2, std::memory_order_release);
-    to_float(slot);
+    std::memcpy(out, slot, static_cast<size_t>(n));
     return;
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(n));
-  decode_image(files_[index], options_.channels, options_.height, options_.width, bytes.data(), options_.max_pixels,
-                 options_.center_crop);
-  to_float(bytes.data());
+  decode_into(out);
 }
 
 }  // namespace lockstep::data

@@ -56,7 +56,7 @@ public:
   int32_t label(int64_t index) const override { return labels_[index]; }
   // Decodes (or takes from the cache) and resizes; throws naming the file when
   // the image cannot be decoded.
-  void read(int64_t index, float* out) const override;
+  void read_pixels(int64_t index, uint8_t* out) const override;
   std::string source() const override { return "image folder " + root_; }
   std::string sample_name(int64_t index) const override { return files_[index]; }
 

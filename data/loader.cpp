@@ -1,5 +1,6 @@
 #include "data/loader.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "data/random.h"
+#include "kernels/cpu/augment_cpu.h"
 #include "runtime/allocator.h"
 #include "base/error.h"
 
@@ -31,6 +33,7 @@ constexpr size_t kHeld = 2;
 // kHeld slots.
 struct Slot {
   Tensor images, labels;
+  Tensor draws;  // augment_on_device: u8 [batch, sizeof(AugmentDraw)], each sample's draw
   std::vector<uint8_t> valid;  // per position; 0 when skip_bad_images left the sample out
   int64_t batch = -1;          // which batch of the epoch it holds
   int64_t count = 0;           // samples of that batch
@@ -97,10 +100,18 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
 
   const int64_t batch = std::min(config_.batch_size, n);
   auto allocator = pinned_host_allocator();
+  const Normalization stats = config_.normalize ? normalization_ : no_normalization(shape[0]);
+  mean_ = Tensor::empty_with(Shape{shape[0]}, allocator);
+  stddev_ = Tensor::empty_with(Shape{shape[0]}, allocator);
+  std::copy(stats.mean.begin(), stats.mean.end(), mean_.data());
+  std::copy(stats.std.begin(), stats.std.end(), stddev_.data());
   state_->slots.resize(static_cast<size_t>(config_.prefetch) + kHeld);
   for (Slot& slot : state_->slots) {
-    slot.images = Tensor::empty_with(Shape{batch, shape[0], shape[1], shape[2]}, allocator);
+    slot.images = Tensor::empty_with(Shape{batch, shape[0], shape[1], shape[2]}, allocator,
+                                     config_.augment_on_device ? DType::u8 : DType::f32);
     slot.labels = Tensor::empty_with(Shape{batch}, allocator, DType::i32);
+    if (config_.augment_on_device)
+      slot.draws = Tensor::empty_with(Shape{batch, static_cast<int64_t>(sizeof(AugmentDraw))}, allocator, DType::u8);
     slot.valid.assign(static_cast<size_t>(batch), 1);
   }
   try {
@@ -194,10 +205,31 @@ void Loader::stop() {
   state_->ready_cv.notify_all();
 }
 
+namespace {
+// Moves the samples skip_bad_images kept to the front of the slot, keeping
+// their order; returns how many there are.
+int64_t close_gaps(Slot& slot) {
+  int64_t count = 0;
+  for (int64_t p = 0; p < slot.count; ++p) {
+    if (!slot.valid[p]) continue;
+    if (count != p) {
+      for (Tensor* t : {&slot.images, &slot.draws}) {
+        if (!t->defined()) continue;
+        const size_t row = t->bytes() / static_cast<size_t>(t->dim(0));
+        char* base = static_cast<char*>(t->raw());
+        std::memmove(base + static_cast<size_t>(count) * row, base + static_cast<size_t>(p) * row, row);
+      }
+      slot.labels.labels()[count] = slot.labels.labels()[p];
+    }
+    ++count;
+  }
+  return count;
+}
+}  // namespace
+
 bool Loader::next(HostBatch& batch) {
   State& s = *state_;
   const int64_t slots = static_cast<int64_t>(s.slots.size());
-  const int64_t per_sample = sample_shape().numel();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.fatal) std::rethrow_exception(s.fatal);
   LS_CHECK(s.active, "Loader::next: call start_epoch first");
@@ -219,17 +251,7 @@ bool Loader::next(HostBatch& batch) {
     s.ready_cv.wait(lock, [&] { return s.stopped || s.error || (slot.batch == wanted && slot.ready); });
     if (s.stopped || s.error) continue;
     ++s.handed;
-    // Close the gaps left by skipped images, keeping the order of the rest.
-    int64_t count = 0;
-    for (int64_t p = 0; p < slot.count; ++p) {
-      if (!slot.valid[p]) continue;
-      if (count != p) {
-        std::memmove(slot.images.data() + count * per_sample, slot.images.data() + p * per_sample,
-                     static_cast<size_t>(per_sample) * sizeof(float));
-        slot.labels.labels()[count] = slot.labels.labels()[p];
-      }
-      ++count;
-    }
+    const int64_t count = close_gaps(slot);
     if (count == 0) {  // every image of the batch was bad: never held
       s.work_cv.notify_all();
       continue;
@@ -237,6 +259,10 @@ bool Loader::next(HostBatch& batch) {
     batch.images = slot.images.batch_slice(0, count);
     batch.labels = slot.labels.batch_slice(0, count);
     batch.count = count;
+    batch.draws = config_.augment_on_device ? slot.draws.batch_slice(0, count) : Tensor();
+    batch.crop_padding = config_.augment_on_device ? config_.augment.crop_padding : 0;
+    batch.mean = config_.augment_on_device ? mean_ : Tensor();
+    batch.stddev = config_.augment_on_device ? stddev_ : Tensor();
     s.held.push_back(wanted);
     return true;
   }
@@ -277,7 +303,7 @@ void Loader::worker_loop() {
   const int64_t per_sample = shape.numel();
   const int64_t slots = static_cast<int64_t>(s.slots.size());
   const int64_t total = size();
-  std::vector<float> scratch(static_cast<size_t>(per_sample));
+  std::vector<uint8_t> scratch(static_cast<size_t>(per_sample));
   std::unique_lock<std::mutex> lock(s.mutex);
   for (;;) {
     s.work_cv.wait(lock, [&] {
@@ -309,21 +335,23 @@ void Loader::worker_loop() {
 
     std::exception_ptr error;
     BadFiles bad;
-    float* images = slot.images.data();
     int32_t* labels = slot.labels.labels();
     int64_t p = start;
     for (; p < end && !s.stopped.load(std::memory_order_relaxed); ++p) {
       const int64_t index = order[p];
-      float* out = images + p * per_sample;
       try {
-        if (config_.augment.enabled()) {
-          dataset_->read(index, scratch.data());
-          apply_augmentation(scratch.data(), out, shape, config_.augment.crop_padding,
-                             draw_augmentation(config_.augment, config_.seed, epoch, index, shape));
+        // No augmentation is the draw that crops nothing and mirrors nothing.
+        const AugmentDraw draw = config_.augment.enabled()
+                                     ? draw_augmentation(config_.augment, config_.seed, epoch, index, shape)
+                                     : AugmentDraw{};
+        if (config_.augment_on_device) {
+          dataset_->read_pixels(index, slot.images.u8_data() + p * per_sample);
+          std::memcpy(slot.draws.u8_data() + p * static_cast<int64_t>(sizeof(AugmentDraw)), &draw, sizeof draw);
         } else {
-          dataset_->read(index, out);
+          dataset_->read_pixels(index, scratch.data());
+          cpu::augment_sample(scratch.data(), slot.images.data() + p * per_sample, shape[0], shape[1], shape[2],
+                              config_.augment.crop_padding, draw, mean_.data(), stddev_.data());
         }
-        if (config_.normalize) normalize(out, shape, normalization_);
         labels[p] = dataset_->label(index);
       } catch (const Error& e) {
         if (!config_.skip_bad_images) {

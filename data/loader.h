@@ -27,6 +27,12 @@ struct LoaderConfig {
   int threads = 2;   // worker threads (at least 1)
   int prefetch = 2;  // batches prepared beyond the two the trainer may hold (at least 2)
   AugmentConfig augment;
+  // Batches hold each sample's decoded bytes and its draw (HostBatch's u8
+  // images and draws) instead of augmented, normalised floats: the replica
+  // that trains on them augments them on its device (ops::augment_images),
+  // where a GPU's batches cross at a quarter of their size as floats. Off,
+  // the loader threads augment with the same arithmetic (the CPU twin).
+  bool augment_on_device = false;
   bool normalize = true;
   // Used when set; otherwise computed once from the data set at construction
   // (over at most normalization_samples samples unless it is held in memory).
@@ -78,6 +84,7 @@ private:
   std::shared_ptr<const Dataset> dataset_;
   LoaderConfig config_;
   Normalization normalization_;
+  Tensor mean_, stddev_;  // f32 [C]: normalization_, or 0 and 1 when off (augment_on_device's batches)
   int64_t num_batches_ = 0;
   std::unique_ptr<State> state_;
 };

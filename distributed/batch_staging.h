@@ -11,7 +11,14 @@
 // ends by waiting for its compute stream. The slots only grow in reserve()
 // and take(), before the step's first collective; copy_ahead never
 // allocates and skips a slice that does not fit.
+//
+// A batch of u8 pixels (HostBatch::raw_pixels) travels as its bytes and
+// draws; take() then augments the slice on the compute stream
+// (ops::augment_images) into a float buffer the staging keeps, and hands
+// that out. The mean and std go to the device when their values change
+// (a loader keeps the same for its life).
 #include <cstdint>
+#include <vector>
 
 #include "distributed/batch_split.h"
 #include "runtime/batch_source.h"
@@ -42,14 +49,22 @@ public:
 private:
   struct Slot {
     Tensor images, labels;  // capacity; views of the leading samples are handed out
+    Tensor draws;           // with u8 images: each sample's draw
     const void* host_images = nullptr;  // what the slot holds: the host batch and slice
     const void* host_labels = nullptr;
     Slice slice{-1, -1};
   };
   static bool fits(const Slot& slot, const HostBatch& batch, int64_t count);
+  bool augmented_fits(const HostBatch& batch, int64_t count) const;
   static Slices stage(Context& ctx, Slot& slot, const HostBatch& batch, Slice slice);
+  // The slot's u8 slice augmented into augmented_, on the compute stream.
+  Tensor augment(Context& ctx, const Slot& slot, const HostBatch& batch, int64_t count);
 
   Slot slots_[2];
+  // u8 batches: the float images a step trains on, and the mean and std on
+  // the device, with the values they were last copied from (mean, then std).
+  Tensor augmented_, mean_, stddev_;
+  std::vector<float> copied_stats_;
   int current_ = 0;
   int ahead_ = -1;  // the slot copy_ahead filled for the next take, or -1
 };

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "distributed/gradient_buckets.h"
 #include "distributed/replica_graph.h"
+#include "ops/augment.h"
 #include "runtime/host_syncs.h"
 
 namespace lockstep {
@@ -45,6 +46,21 @@ Tensor slice_to_device(const Tensor& host, Slice slice, Context& ctx) {
   Tensor on_device = Tensor::empty(part.shape(), ctx.device(), part.dtype());
   ctx.copy(part, on_device);
   return on_device;
+}
+
+// The slice of a batch's images as the f32 images a step takes, on the
+// replica's device: u8 pixels go there with their draws, mean and std, and
+// are augmented there (ops::augment_images). GPU training steps stage
+// theirs through BatchStaging instead, which keeps its buffers.
+Tensor images_to_device(const HostBatch& batch, Slice slice, Context& ctx) {
+  if (!batch.raw_pixels()) return slice_to_device(batch.images, slice, ctx);
+  const Tensor pixels = slice_to_device(batch.images, slice, ctx);
+  const Tensor draws = slice_to_device(batch.draws, slice, ctx);
+  const Slice channels{0, batch.mean.numel()};
+  const Tensor mean = slice_to_device(batch.mean, channels, ctx), stddev = slice_to_device(batch.stddev, channels, ctx);
+  Tensor images = Tensor::empty(pixels.shape(), ctx.device());
+  ops::augment_images(ctx, pixels, draws, batch.crop_padding, mean, stddev, images);
+  return images;
 }
 // What a rehearsal's layers see of the other replicas: the real group's size
 // (so synchronised batch norm takes its synchronised path and sizes its
@@ -180,7 +196,7 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
   run_on_all([&](Replica& r) {
     Slice slice = replica_slice(global, n, global_rank(r.rank));
     r.staging.reserve(*r.ctx, batch, slice.count);  // the step's slots: no allocation in it
-    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor images = images_to_device(batch, slice, *r.ctx);
     Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
     // Forward and backward overwrite what they write (activations, gradients,
     // batch statistics) in the real step; the running statistics, which the
@@ -247,6 +263,9 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   LS_CHECK(global > 0, "train_step on an empty batch");
   LS_CHECK(batch.images.dim(0) >= global && batch.labels.numel() >= global, "batch of ", global,
            " samples with images ", batch.images.shape().str(), " and ", batch.labels.numel(), " labels");
+  LS_CHECK(!batch.raw_pixels() || (batch.draws.defined() && batch.draws.dim(0) >= global && batch.mean.defined() &&
+                                   batch.stddev.defined()),
+           "a batch of u8 pixels needs a draw per sample and the mean and std to augment them with (HostBatch)");
   const int n = global_size();
   // A replica without samples runs no layer, so it could not take part in
   // the synchronised statistics of each BN layer.
@@ -288,7 +307,7 @@ void ReplicaManager::replica_step(Replica& r, const StepArgs& a) {
 
 std::pair<Tensor, Tensor> ReplicaManager::stage_slice(Replica& r, const StepArgs& a, const Slice& slice) {
   if (!r.device.is_cuda())
-    return {slice_to_device(a.batch.images, slice, *r.ctx), slice_to_device(a.batch.labels, slice, *r.ctx)};
+    return {images_to_device(a.batch, slice, *r.ctx), slice_to_device(a.batch.labels, slice, *r.ctx)};
   BatchStaging::Slices staged = r.staging.take(*r.ctx, a.batch, slice);
   if (staged.ahead) ++r.times.batches_ahead;
   // Overlaps this step's compute; never allocates.
@@ -389,7 +408,7 @@ StepMetrics ReplicaManager::evaluate(const HostBatch& batch) {
     r.cuda_graph.drop();  // evaluation may allocate what outlives it (ReplicaGraph)
     r.metrics = {};
     if (slice.count == 0) return;
-    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor images = images_to_device(batch, slice, *r.ctx);
     Tensor labels = slice_to_device(batch.labels, slice, *r.ctx);
     r.metrics = r.model->evaluate(*r.ctx, images, labels);
   });
@@ -406,7 +425,7 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
     Slice slice = replica_slice(global, global_size(), global_rank(r.rank));
     r.cuda_graph.drop();  // as in evaluate
     if (slice.count == 0) return;
-    Tensor images = slice_to_device(batch.images, slice, *r.ctx);
+    Tensor images = images_to_device(batch, slice, *r.ctx);
     std::vector<float> part = r.model->logits(*r.ctx, images).to_vector();
     std::copy(part.begin(), part.end(), out.begin() + slice.offset * classes);
   });

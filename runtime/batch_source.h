@@ -8,12 +8,24 @@
 
 namespace lockstep {
 
-// One global batch in (pinned) host memory: images [count, C, H, W] as f32,
-// labels [count] as i32. The replica manager cuts it into consecutive slices.
+// One global batch in (pinned) host memory: labels [count] as i32, and
+// images [count, C, H, W], either as f32 ready to train on, or as u8 decoded
+// pixels that the replica augments on its own device (ops::augment_images),
+// a quarter of the bytes to copy. The replica manager cuts it into
+// consecutive slices.
 struct HostBatch {
   Tensor images;
   Tensor labels;
   int64_t count = 0;
+  // With u8 images, what turns them into the f32 images a step trains on:
+  // each sample's draw as its bytes (u8 [count, sizeof(AugmentDraw)],
+  // ops::augment_draws' layout), the crop padding, and the per-channel mean
+  // and standard deviation (f32 [C]; 0 and 1 leave the pixels in [0, 1]).
+  Tensor draws;
+  int64_t crop_padding = 0;
+  Tensor mean, stddev;
+
+  bool raw_pixels() const { return images.defined() && images.dtype() == DType::u8; }
 };
 
 class BatchSource {

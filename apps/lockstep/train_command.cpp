@@ -157,7 +157,7 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   if (devices[0].is_cpu())
     check_step_memory(s, spec, static_cast<int64_t>(devices.size()) * (world ? world->size() : 1),
                       static_cast<int64_t>(devices.size()));
-  Loaders loaders = make_loaders(s, resume_info, train_data);
+  Loaders loaders = make_loaders(s, resume_info, train_data, devices[0].is_cuda());
   std::vector<std::string> replaced;
   if (first) replaced = check_replaced_outputs(s, spec);
   if (world) {

@@ -39,11 +39,12 @@ bool resolve_normalize(TrainSettings& s, const TrainData& d);
 
 // The training loader (augmentation, the checkpoint's normalisation when
 // resuming) and the test loader, whose first batch is checked against the
-// training set's shape and classes.
+// training set's shape and classes. For GPU replicas the training batches
+// hold the decoded bytes, augmented on the GPUs (LoaderConfig::augment_on_device).
 struct Loaders {
   std::unique_ptr<data::Loader> train, test;
 };
 
-Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d);
+Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus);
 
 }  // namespace lockstep::app

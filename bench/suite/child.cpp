@@ -165,6 +165,7 @@ json train_epochs(const Options& o) {
   loader_config.batch_size = o.batch;
   loader_config.seed = 1;
   loader_config.threads = std::max(1, o.loader_threads);
+  loader_config.augment_on_device = devices[0].is_cuda();  // as lockstep train's batches
   data::Loader loader(train, loader_config);
   std::unique_ptr<data::Loader> test_loader;
   if (test)

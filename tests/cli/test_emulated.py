@@ -58,11 +58,13 @@ class Emulated(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def train(self, name, devices, precision="fp32", extra=()):
+    def train(self, name, devices, precision="fp32", extra=(), augment="none"):
         ck = os.path.join(self.tmp, name)
-        r = run(["train"] + RUN[:-1] + [precision] + devices + list(extra) + ["--checkpoint", ck], self.tmp,
-                timeout=900)
+        args = RUN[:-1] + [precision]
+        args[args.index("--augment") + 1] = augment
+        r = run(["train"] + args + devices + list(extra) + ["--checkpoint", ck], self.tmp, timeout=900)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.last_stdout = r.stdout
         return read_safetensors(ck)[1]
 
     def memory_format(self, name):
@@ -75,8 +77,12 @@ class Emulated(unittest.TestCase):
         self.assertIn("epoch 2/2", r.stdout)
 
     def test_two_emulated_devices_train_as_the_cpu(self):
-        gpu = self.train("gpu.safetensors", ["--devices", "0,1"])
-        cpu = self.train("cpu.safetensors", ["--devices", "cpu", "--replicas", "2"])
+        # With crop and flip: the GPUs augment the bytes they are sent, the
+        # CPU's loader threads the floats they hand out.
+        gpu = self.train("gpu.safetensors", ["--devices", "0,1"], augment="crop-flip")
+        self.assertIn("training batches cross to the GPUs as bytes", self.last_stdout)
+        cpu = self.train("cpu.safetensors", ["--devices", "cpu", "--replicas", "2"], augment="crop-flip")
+        self.assertNotIn("as bytes", self.last_stdout)
         self.assertEqual(sorted(gpu), sorted(cpu))
         params = [k for k in cpu if not k.startswith("momentum")]
         self.assertTrue(params)

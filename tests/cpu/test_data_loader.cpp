@@ -8,6 +8,7 @@
 
 #include "data/loader.h"
 #include "base/error.h"
+#include "support/wrapped_dataset.h"
 
 using namespace lockstep;
 using namespace lockstep::data;
@@ -31,24 +32,19 @@ std::shared_ptr<InMemoryDataset> indexed_dataset(int64_t n) {
 }
 
 // Wraps a data set, counting reads and optionally sleeping in each.
-class SlowDataset final : public Dataset {
+class SlowDataset final : public lockstep::testing::WrappedDataset {
 public:
-  SlowDataset(std::shared_ptr<const Dataset> inner, std::chrono::microseconds delay) : inner_(inner), delay_(delay) {}
-  int64_t size() const override { return inner_->size(); }
-  Shape sample_shape() const override { return inner_->sample_shape(); }
-  int64_t num_classes() const override { return inner_->num_classes(); }
-  const std::vector<std::string>& class_names() const override { return inner_->class_names(); }
-  int32_t label(int64_t i) const override { return inner_->label(i); }
-  void read(int64_t i, float* out) const override {
+  SlowDataset(std::shared_ptr<const Dataset> inner, std::chrono::microseconds delay)
+      : WrappedDataset(std::move(inner)), delay_(delay) {}
+  void read_pixels(int64_t i, uint8_t* out) const override {
     if (delay_.count()) std::this_thread::sleep_for(delay_);
     reads++;
-    inner_->read(i, out);
+    inner_->read_pixels(i, out);
   }
   std::string source() const override { return "slow"; }
   mutable std::atomic<int64_t> reads{0};
 
 private:
-  std::shared_ptr<const Dataset> inner_;
   std::chrono::microseconds delay_;
 };
 

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "data/image_folder.h"
 #include "data/loader.h"
+#include "support/wrapped_dataset.h"
 #include "test_data_util.h"
 
 using namespace lockstep;
@@ -36,28 +37,23 @@ LoaderConfig config(int64_t batch, int threads) {
   return c;
 }
 
-// Runs out of memory: in read() (a sample), or in sample_shape() called from
+// Runs out of memory: in read_pixels() (a sample), or in sample_shape() called from
 // a worker thread (outside any sample, where the worker itself must survive it).
-class OutOfMemoryDataset final : public Dataset {
+class OutOfMemoryDataset final : public lockstep::testing::WrappedDataset {
 public:
   enum class Where { read, worker_start };
-  OutOfMemoryDataset(std::shared_ptr<const Dataset> inner, Where where) : inner_(std::move(inner)), where_(where) {}
-  int64_t size() const override { return inner_->size(); }
+  OutOfMemoryDataset(std::shared_ptr<const Dataset> inner, Where where) : WrappedDataset(std::move(inner)), where_(where) {}
   Shape sample_shape() const override {
     if (where_ == Where::worker_start && std::this_thread::get_id() != owner_) throw std::bad_alloc();
     return inner_->sample_shape();
   }
-  int64_t num_classes() const override { return inner_->num_classes(); }
-  const std::vector<std::string>& class_names() const override { return inner_->class_names(); }
-  int32_t label(int64_t i) const override { return inner_->label(i); }
-  void read(int64_t i, float* out) const override {
+  void read_pixels(int64_t i, uint8_t* out) const override {
     if (where_ == Where::read && i == 3) throw std::bad_alloc();
-    inner_->read(i, out);
+    inner_->read_pixels(i, out);
   }
   std::string source() const override { return "oom data set"; }
 
 private:
-  std::shared_ptr<const Dataset> inner_;
   Where where_;
   std::thread::id owner_ = std::this_thread::get_id();
 };

@@ -1,6 +1,7 @@
 // A training step makes no host synchronisation before its end-of-step
 // read-back (docs/architecture.md, "The step"): on 1 and 2 devices, for
-// simple-cnn and resnet18 (small inputs), and exactly one synchronisation per
+// simple-cnn and resnet18 (small inputs), simple-cnn also on batches of bytes
+// augmented on the device (HostBatch::raw_pixels), and exactly one synchronisation per
 // replica in all (the read-back). Each step's host launches (runtime/host_syncs.h)
 // are counted, and the same from step to step. The first step on one device is left out: its cuDNN
 // algorithm searches (cudnnFind*) wait for the device; on two the replica
@@ -25,11 +26,12 @@
 
 using namespace lockstep;
 using lockstep::testing::pinned_batch;
+using lockstep::testing::pinned_byte_batch;
 
 namespace {
 
-void check_no_host_syncs(const std::string& name, const Shape& sample, int devices) {
-  INFO(name << " on " << devices << " emulated device(s)");
+void check_no_host_syncs(const std::string& name, const Shape& sample, int devices, bool bytes = false) {
+  INFO(name << " on " << devices << " emulated device(s)" << (bytes ? ", batches of bytes" : ""));
   // Nothing lockstep queues, from the replicas' creation on, names the legacy
   // default stream: every stream is non-blocking and every copy has one.
   const uint64_t legacy_before = emu::legacy_stream_calls();
@@ -47,7 +49,8 @@ void check_no_host_syncs(const std::string& name, const Shape& sample, int devic
   for (int step = 0; step < 3; ++step) {
     INFO("step " << step);
     // Pinned, as the loader's: a copy from pageable memory would itself wait.
-    HostBatch batch = pinned_batch(6, sample, 11 + step);  // 6 over 2 replicas: 3 each
+    HostBatch batch = bytes ? pinned_byte_batch(6, sample, 11 + step)  // 6 over 2 replicas: 3 each
+                            : pinned_batch(6, sample, 11 + step);
     const uint64_t before = manager.phase_times().host_syncs.value_or(0);
     const uint64_t launches_before = manager.phase_times().host_launches.value_or(0);
     const uint64_t all_before = emu::host_synchronizations();
@@ -85,6 +88,7 @@ TEST_CASE("a training step waits for the device only at its end", "[gpu][host-sy
   for (int n = 1; n <= devices; ++n) {
     check_no_host_syncs("simple-cnn", Shape{1, 12, 12}, n);
     check_no_host_syncs("resnet18", Shape{3, 8, 8}, n);
+    check_no_host_syncs("simple-cnn", Shape{1, 12, 12}, n, /*bytes=*/true);
   }
 }
 

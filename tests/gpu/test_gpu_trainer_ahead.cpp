@@ -3,6 +3,11 @@
 // on the copy stream during the step. Over two epochs with a partial last
 // batch it trains bit for bit as the same steps fed one batch at a time, and
 // every step after an epoch's first found its batch already copied.
+//
+// The same holds for batches of bytes (LoaderConfig::augment_on_device,
+// what lockstep train uses on GPUs): each replica's slice crosses as u8
+// pixels and draws and is augmented on its GPU; the run ends bit for bit
+// where the same run on the loader's own augmented float batches ends.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -25,24 +30,27 @@ namespace {
 
 constexpr int64_t kSamples = 45, kBatch = 8, kEpochs = 2;  // 6 batches an epoch, the last of 5
 
-std::shared_ptr<data::InMemoryDataset> patterned_set() {
-  std::vector<uint8_t> pixels(kSamples * 144);
+std::shared_ptr<data::InMemoryDataset> patterned_set(int64_t channels = 1) {
+  const int64_t sample = channels * 144;
+  std::vector<uint8_t> pixels(kSamples * sample);
   std::vector<int32_t> labels(kSamples);
-  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + i / 144 * 11) % 251);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + i / sample * 11) % 251);
   for (int64_t i = 0; i < kSamples; ++i) labels[i] = static_cast<int32_t>(i % 10);
   std::vector<std::string> names;
   for (int c = 0; c < 10; ++c) names.push_back("c" + std::to_string(c));
-  return std::make_shared<data::InMemoryDataset>(Shape{1, 12, 12}, pixels, labels, names, "patterned");
+  return std::make_shared<data::InMemoryDataset>(Shape{channels, 12, 12}, pixels, labels, names, "patterned");
 }
 
-std::unique_ptr<ReplicaManager> make_manager(int devices) {
+std::unique_ptr<ReplicaManager> make_manager(int devices, int64_t channels = 1, bool graphs = false) {
   ReplicaOptions options;
   options.bucket_bytes = 1024;
+  options.cuda_graphs = graphs;
   // Compared bit for bit with another manager: the same cuDNN algorithms on both
   // (ContextOptions::deterministic), whatever a timed search would rank first.
   options.context.deterministic = true;
-  return std::make_unique<ReplicaManager>(named_model("small-cnn", Shape{1, 12, 12}, ModelOptions{.dropout = false}, 3),
-                                          cuda_devices(devices), options);
+  return std::make_unique<ReplicaManager>(
+      named_model("small-cnn", Shape{channels, 12, 12}, ModelOptions{.dropout = false}, 3), cuda_devices(devices),
+      options);
 }
 
 data::LoaderConfig loader_config() {
@@ -101,5 +109,57 @@ TEST_CASE("the trainer copies each next batch ahead and trains as batches fed on
     }
     CHECK(fed->phase_times().batches_ahead == 0);
     check_same_outcome(outcome_of(*trained, trainer_metrics), outcome_of(*fed, fed_metrics));
+  }
+}
+
+namespace {
+
+// A trainer's run over the two epochs: its outcome and each epoch's phases.
+struct Run {
+  RunOutcome outcome;
+  std::vector<PhaseTimes> phases;
+  int64_t batches = 0;
+};
+
+Run train_with(const std::shared_ptr<data::InMemoryDataset>& set, int devices, bool graphs,
+               const data::LoaderConfig& config) {
+  auto manager = make_manager(devices, set->sample_shape()[0], graphs);
+  data::Loader loader(set, config);
+  Run run;
+  std::vector<StepMetrics> metrics;
+  Trainer trainer(*manager, loader, nullptr, trainer_config());
+  trainer.on_step_metrics = [&](int64_t, const StepMetrics& m) { metrics.push_back(m); };
+  trainer.on_epoch = [&](const EpochSummary& s) { run.phases.push_back(s.phases); };
+  REQUIRE(trainer.run());
+  run.batches = loader.batches_per_epoch();
+  run.outcome = outcome_of(*manager, metrics);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("gpu replicas trained on batches of bytes, augmented on their gpus, end as on the loader's float batches",
+          "[gpu][trainer][batch-ahead][augment]") {
+  auto set = patterned_set(3);
+  const int most = std::min(cuda_device_count(), 2);
+  for (int devices = 1; devices <= most; ++devices) {
+    for (const bool resized : {false, true}) {
+      for (const bool graphs : {false, true}) {
+        INFO(devices << " device(s), " << (resized ? "random resized crop" : "padded crop") << ", "
+                     << (graphs ? "CUDA graphs" : "eager"));
+        data::LoaderConfig config = loader_config();
+        config.augment.horizontal_flip = true;
+        if (resized)
+          config.augment.random_resized_crop = true;
+        else
+          config.augment.crop_padding = 2;
+        const Run floats = train_with(set, devices, graphs, config);
+        config.augment_on_device = true;
+        const Run bytes = train_with(set, devices, graphs, config);
+        REQUIRE(bytes.phases.size() == kEpochs);
+        for (const PhaseTimes& p : bytes.phases) CHECK(p.batches_ahead == bytes.batches - 1);
+        check_same_outcome(bytes.outcome, floats.outcome);
+      }
+    }
   }
 }

@@ -1,7 +1,9 @@
 #include "support/replica_models.h"
 
 #include <algorithm>
+#include <cstring>
 
+#include "kernels/augment_math.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
@@ -10,6 +12,7 @@
 #include "layers/linear.h"
 #include "layers/pool.h"
 #include "layers/relu.h"
+#include "runtime/allocator.h"
 #include "support/layer_harness.h"
 
 namespace lockstep::testing {
@@ -67,6 +70,31 @@ HostBatch pinned_batch(int64_t count, const Shape& sample, uint64_t seed) {
     b.images.data()[i] = static_cast<float>(((i * 2654435761u + seed) % 1000) / 500.0 - 1.0);
   b.labels = Tensor::empty_with(Shape{count}, pinned_host_allocator(), DType::i32);
   for (int64_t i = 0; i < count; ++i) b.labels.labels()[i] = static_cast<int32_t>((seed + 3 * i) % 10);
+  return b;
+}
+
+HostBatch pinned_byte_batch(int64_t count, const Shape& sample, uint64_t seed) {
+  HostBatch b = pinned_batch(count, sample, seed);
+  auto pinned = pinned_host_allocator();
+  b.images = Tensor::empty_with(Shape{count, sample[0], sample[1], sample[2]}, pinned, DType::u8);
+  for (int64_t i = 0; i < b.images.numel(); ++i)
+    b.images.u8_data()[i] = static_cast<uint8_t>((i * 2654435761u + seed) % 256);
+  constexpr int64_t row = static_cast<int64_t>(sizeof(AugmentDraw));
+  b.draws = Tensor::empty_with(Shape{count, row}, pinned, DType::u8);
+  b.crop_padding = 2;
+  for (int64_t i = 0; i < count; ++i) {
+    AugmentDraw d;
+    d.dy = static_cast<int64_t>((seed + i) % 5);
+    d.dx = static_cast<int64_t>((seed + 3 * i) % 5);
+    d.flip = (seed + i) % 2 == 1;
+    std::memcpy(b.draws.u8_data() + i * row, &d, sizeof d);
+  }
+  b.mean = Tensor::empty_with(Shape{sample[0]}, pinned);
+  b.stddev = Tensor::empty_with(Shape{sample[0]}, pinned);
+  for (int64_t c = 0; c < sample[0]; ++c) {
+    b.mean.data()[c] = 0.4f + 0.05f * static_cast<float>(c);
+    b.stddev.data()[c] = 0.25f;
+  }
   return b;
 }
 

@@ -23,6 +23,10 @@ HostBatch make_batch(int64_t count, uint64_t seed, float channel0_mean = 0.0f);
 // `count` samples of `sample` ([C, H, W]) in pinned host memory, values in
 // [-1, 1) and labels in [0, 10) drawn from `seed` (cheap: no random engine).
 HostBatch pinned_batch(int64_t count, const Shape& sample, uint64_t seed);
+// The same as a batch of bytes still to augment (HostBatch::raw_pixels), as
+// the loader hands out with augment_on_device: pixels, crops of padding 2 and
+// flips drawn from `seed`, a mean and std per channel, all pinned.
+HostBatch pinned_byte_batch(int64_t count, const Shape& sample, uint64_t seed);
 
 // The first `devices` CUDA devices, in order.
 std::vector<Device> cuda_devices(int devices);

@@ -12,8 +12,8 @@
 // With --photos N, a second table: N photo-sized JPEGs (--photo-size, default
 // 500x375, made from Fashion-MNIST by bench/support/photo_folder.h) resized
 // to 3x96x96 (--photo-input), per thread count: lockstep's first epoch (which
-// decodes and keeps the samples in memory), its later epochs (from memory),
-// every epoch decoded (no memory cache), writing the cache file (lockstep
+// decodes and keeps the samples in memory), its later epochs (from memory,
+// as floats and as the bytes lockstep train sends GPUs), every epoch decoded (no memory cache), writing the cache file (lockstep
 // cache) and the epochs read from it; with --peer, beside each, PyTorch's
 // DataLoader over torchvision's ImageFolder with the same resize
 // (bench/peers/torch_loader.py) at as many worker processes, as per-thread
@@ -283,6 +283,7 @@ json photo_rows(const Options& o) {
     config.threads = t;
     PhotoRow first{"first epoch (decodes, keeps in memory)", "photos first epoch", t};
     PhotoRow kept{"later epochs, from memory", "photos later epochs", t};
+    PhotoRow bytes{"later epochs, from memory, as bytes for GPUs", "photos later epochs", t};
     PhotoRow decoded{"every epoch decoded (--cache-mb 0)", "photos later epochs", t};
     PhotoRow writing{"lockstep cache: decode into the file", "photos first epoch", t};
     PhotoRow from_file{"epochs from the cache file", "photos later epochs", t};
@@ -291,13 +292,25 @@ json photo_rows(const Options& o) {
       keep.cache = true;
       // From the folder's scan: a loader's workers start on epoch 0 as it is made.
       auto begin = std::chrono::steady_clock::now();
-      Loader loader(std::make_shared<ImageFolder>(folder.string(), keep), config);
+      auto kept_folder = std::make_shared<ImageFolder>(folder.string(), keep);
+      Loader loader(kept_folder, config);
       const int64_t first_images = run_epoch(loader, 0);  // before since(): arguments have no order
       first.add(first_images, since(begin));
       begin = std::chrono::steady_clock::now();
       int64_t n = 0;
       for (int e = 1; e <= later; ++e) n += run_epoch(loader, e);
       kept.add(n, since(begin));
+
+      // What lockstep train's loader does for GPUs: the kept bytes and each
+      // sample's draw, the crop, flip and normalisation left to the GPU.
+      LoaderConfig for_gpus = config;
+      for_gpus.augment_on_device = true;
+      Loader byte_loader(kept_folder, for_gpus);
+      run_epoch(byte_loader, 0);  // the epoch its workers began as it was made
+      begin = std::chrono::steady_clock::now();
+      n = 0;
+      for (int e = 1; e <= later; ++e) n += run_epoch(byte_loader, e);
+      bytes.add(n, since(begin));
 
       Loader plain(std::make_shared<ImageFolder>(folder.string(), fo), config);
       run_epoch(plain, 0);  // the epoch its workers began as it was made
@@ -320,7 +333,7 @@ json photo_rows(const Options& o) {
       for (int e = 1; e <= later; ++e) n += run_epoch(mapped, e);
       from_file.add(n, since(begin));
     }
-    for (PhotoRow* row : {&first, &kept, &decoded, &writing, &from_file}) rows.push_back(*row);
+    for (PhotoRow* row : {&first, &kept, &bytes, &decoded, &writing, &from_file}) rows.push_back(*row);
   }
 
   json peer;

@@ -349,8 +349,10 @@ void Loader::worker_loop() {
           std::memcpy(slot.draws.u8_data() + p * static_cast<int64_t>(sizeof(AugmentDraw)), &draw, sizeof draw);
         } else {
           dataset_->read_pixels(index, scratch.data());
+          // Without normalisation no pass at all: its mean 0 and std 1 leave every value as it is.
           cpu::augment_sample(scratch.data(), slot.images.data() + p * per_sample, shape[0], shape[1], shape[2],
-                              config_.augment.crop_padding, draw, mean_.data(), stddev_.data());
+                              config_.augment.crop_padding, draw, config_.normalize ? mean_.data() : nullptr,
+                              config_.normalize ? stddev_.data() : nullptr);
         }
         labels[p] = dataset_->label(index);
       } catch (const Error& e) {

@@ -17,6 +17,26 @@ std::vector<AugmentTap> taps(int64_t start, int64_t box, int64_t size) {
   return out;
 }
 
+// One output row of a crop from source row `src_row`: output column x shows
+// source column x + shift, or width - 1 - x + shift mirrored (shift = dx -
+// padding; augment_math.h's crop_source of augment_source_column), a zero
+// of the padding where that lies outside the row. The columns inside form
+// one run, copied in a loop without tests, which the compiler vectorises.
+template <typename In>
+void crop_row(const In* src_row, float* row, int64_t width, int64_t crop_padding, const AugmentDraw& draw) {
+  const int64_t shift = draw.dx - crop_padding;
+  const int64_t first = std::clamp(draw.flip ? shift : -shift, int64_t{0}, width);
+  const int64_t end = std::clamp(draw.flip ? width + shift : width - shift, first, width);
+  std::fill(row, row + first, 0.0f);
+  if (draw.flip) {
+    const int64_t last = width - 1 + shift;
+    for (int64_t x = first; x < end; ++x) row[x] = pixel_value(src_row[last - x]);
+  } else {
+    for (int64_t x = first; x < end; ++x) row[x] = pixel_value(src_row[x + shift]);
+  }
+  std::fill(row + end, row + width, 0.0f);
+}
+
 template <typename In>
 void augment_one(const In* in, float* out, int64_t channels, int64_t height, int64_t width, int64_t crop_padding,
                  const AugmentDraw& draw, const float* mean, const float* stddev) {
@@ -50,11 +70,7 @@ void augment_one(const In* in, float* out, int64_t channels, int64_t height, int
         std::fill(row, row + width, 0.0f);
         continue;
       }
-      const In* src_row = src + sy * width;
-      for (int64_t x = 0; x < width; ++x) {
-        const int64_t sx = crop_source(augment_source_column(draw, width, x), draw.dx, crop_padding);
-        row[x] = crop_inside(sx, width) ? pixel_value(src_row[sx]) : 0.0f;
-      }
+      crop_row(src + sy * width, row, width, crop_padding, draw);
     }
     if (!mean) continue;
     const float shift = mean[c], inv_std = augment_inv_std(stddev[c]);

@@ -144,7 +144,10 @@ TEST_CASE("gpu replicas trained on batches of bytes, augmented on their gpus, en
   const int most = std::min(cuda_device_count(), 2);
   for (int devices = 1; devices <= most; ++devices) {
     for (const bool resized : {false, true}) {
+      // CUDA graphs with the padded crop only: the graph replays whatever
+      // kernel filled its input buffer, and the resized crop's runs eagerly.
       for (const bool graphs : {false, true}) {
+        if (resized && graphs) continue;
         INFO(devices << " device(s), " << (resized ? "random resized crop" : "padded crop") << ", "
                      << (graphs ? "CUDA graphs" : "eager"));
         data::LoaderConfig config = loader_config();

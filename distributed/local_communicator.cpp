@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "base/error.h"
+#include "distributed/exact_sum.h"
 
 #if LOCKSTEP_WITH_CUDA
 #include "runtime/cuda/cuda_context.h"
@@ -71,10 +73,18 @@ template <typename T> void LocalCommunicator::all_reduce_host(int rank, T* data,
   T* result = host_result<T>(count);
   // Each rank sums its share of the elements over all ranks, in rank order.
   int64_t begin = count * rank / ranks_, end = count * (rank + 1) / ranks_;
-  std::memcpy(result + begin, static_cast<const T*>(buffers_[0]) + begin, (end - begin) * sizeof(T));
-  for (int r = 1; r < ranks_; ++r) {
-    const T* src = static_cast<const T*>(buffers_[r]);
-    for (int64_t i = begin; i < end; ++i) result[i] += src[i];
+  if constexpr (std::is_same_v<T, float>) {
+    // Floats are summed in double and rounded once (distributed/exact_sum.h):
+    // the same bits however the ranks are spread over processes.
+    std::vector<const float*> sources(ranks_);
+    for (int r = 0; r < ranks_; ++r) sources[r] = static_cast<const float*>(buffers_[r]);
+    sum_floats_rounded_once(sources.data(), ranks_, begin, end, result);
+  } else {
+    std::memcpy(result + begin, static_cast<const T*>(buffers_[0]) + begin, (end - begin) * sizeof(T));
+    for (int r = 1; r < ranks_; ++r) {
+      const T* src = static_cast<const T*>(buffers_[r]);
+      for (int64_t i = begin; i < end; ++i) result[i] += src[i];
+    }
   }
   barrier_.arrive_and_wait(rank, "all_reduce (sum)");
   std::memcpy(data, result, count * sizeof(T));

@@ -185,6 +185,29 @@ TEST_CASE("the local communicator sums in rank order on every rank", "[replica]"
   }
 }
 
+TEST_CASE("the local communicator rounds a float sum once, so it does not depend on the grouping", "[replica]") {
+  // 1 + 2^-24 is a tie that rounds to 1 in float, so summed in float in
+  // rank order the two 2^-24 would vanish, while 2^-24 + 2^-24 first (as a
+  // process holding the last two replicas would give) keeps them: 1 + 2^-23.
+  // Summed in double and rounded once, every grouping gives 1 + 2^-23.
+  const int ranks = 3;
+  const float tiny = std::ldexp(1.0f, -24);
+  for (int first_rank_of_one = 0; first_rank_of_one < ranks; ++first_rank_of_one) {
+    LocalCommunicator comm(ranks);
+    std::vector<std::vector<float>> data(ranks);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r) {
+      data[r] = {r == first_rank_of_one ? 1.0f : tiny};
+      threads.emplace_back([&, r] {
+        Context ctx(Device::cpu());
+        comm.all_reduce_sum(r, ctx, data[r].data(), 1);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ranks; ++r) REQUIRE(data[r][0] == 1.0f + 2 * tiny);
+  }
+}
+
 TEST_CASE("the local communicator sums doubles exactly beyond float precision", "[replica]") {
   const int ranks = 3;
   LocalCommunicator comm(ranks);

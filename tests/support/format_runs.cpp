@@ -8,11 +8,11 @@
 namespace lockstep::testing {
 
 FormatRun train_in_format(const std::string& name, const Shape& sample, const std::vector<Device>& devices,
-                          ReplicaOptions options) {
+                          ReplicaOptions options, const std::vector<int64_t>& batches) {
   options.seed = 11;  // dropout's draws
   ReplicaManager manager(named_model(name, sample, ModelOptions{.dropout = true}, 5), devices, options);
-  // A partial batch in the middle: the activation buffer keeps its layout.
-  const std::vector<int64_t> sizes = {8, 5, 8};
+  // By default a partial batch in the middle: the activation buffer keeps its layout.
+  const std::vector<int64_t>& sizes = batches;
   const SgdConfig sgd{0.9f, 5e-4f, false};
   FormatRun run;
   std::vector<StepMetrics> metrics;

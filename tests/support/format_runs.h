@@ -24,8 +24,9 @@ struct FormatRun {
 };
 
 // Trains `name` (named_model, dropout on, seed 5) on `devices` for samples of
-// `sample` with `options` (its context's memory format is the one trained in).
+// `sample` with `options` (its context's memory format is the one trained in),
+// one step per batch size of `batches`.
 FormatRun train_in_format(const std::string& name, const Shape& sample, const std::vector<Device>& devices,
-                          ReplicaOptions options);
+                          ReplicaOptions options, const std::vector<int64_t>& batches = {8, 5, 8});
 
 }  // namespace lockstep::testing

@@ -1,4 +1,4 @@
-# Multi-process training under mpirun (tests/mpi/test_mpi.py, and on the
+# Multi-process training under mpirun (tests/mpi/test_mpi.py and test_mpi_init.py, and on the
 # emulated GPU tests/mpi/test_mpi_gpu.py), one CTest entry per test method,
 # label mpi. They read Debian's Fashion-MNIST. A build
 # without MPI has nothing to test: one entry says so and reports skipped.
@@ -22,6 +22,12 @@ if(LOCKSTEP_WITH_MPI)
     set_tests_properties(mpi.${t} PROPERTIES LABELS mpi TIMEOUT 900
       ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_MPIRUN=${LOCKSTEP_MPIEXEC}")
   endforeach()
+  # Processes agree on --init (tests/mpi/test_mpi_init.py).
+  add_test(NAME mpi.test_processes_given_other_init_weights_or_none_are_refused_naming_init
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_mpi_init.py
+                   MpiInit.test_processes_given_other_init_weights_or_none_are_refused_naming_init)
+  set_tests_properties(mpi.test_processes_given_other_init_weights_or_none_are_refused_naming_init PROPERTIES
+    LABELS mpi TIMEOUT 900 ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_MPIRUN=${LOCKSTEP_MPIEXEC}")
   # Two hosts as two network namespaces: skipped, saying why, where namespaces cannot be made.
   add_test(NAME mpi.test_two_hosts_over_tcp_match_one_process
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_mpi.py TwoHosts.test_two_hosts_over_tcp_match_one_process)

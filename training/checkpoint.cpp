@@ -2,16 +2,15 @@
 
 #include <charconv>
 #include <optional>
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "training/metadata_text.h"
 #include "training/safetensors.h"
 
 namespace lockstep {
 
 namespace {
 
-using json = nlohmann::json;
 constexpr const char* format_tag = "lockstep-checkpoint-1";
 
 // Every tensor a checkpoint holds, in a fixed order.
@@ -38,88 +37,14 @@ template <typename T> T metadata_count(const std::map<std::string, std::string>&
   return value;
 }
 
-// Class folder names and paths are bytes on Linux, not always UTF-8, while
-// the safetensors header is JSON text. A value that is not UTF-8 is stored
-// twice: readable (invalid bytes as U+FFFD) under its key, for other tools,
-// and exactly as hex digits under the "_hex" key, which this reader prefers.
-std::string to_hex(const std::string& bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) out += {digits[c >> 4], digits[c & 15]};
-  return out;
-}
-
-std::optional<std::string> from_hex(const std::string& hex) {
-  if (hex.size() % 2 != 0) return std::nullopt;
-  std::string out;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    unsigned value = 0;
-    const auto [end, error] = std::from_chars(hex.data() + i, hex.data() + i + 2, value, 16);
-    if (error != std::errc() || end != hex.data() + i + 2) return std::nullopt;
-    out += static_cast<char>(value);
-  }
-  return out;
-}
-
-std::string readable(const std::string& bytes) {
-  return json::parse(json(bytes).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
-}
-
-void put_text(std::map<std::string, std::string>& meta, const std::string& key, const std::string& value) {
-  if (valid_utf8(value)) {
-    meta[key] = value;
-    return;
-  }
-  meta[key] = readable(value);
-  meta[key + "_hex"] = to_hex(value);
-}
-
-void put_class_names(std::map<std::string, std::string>& meta, const std::vector<std::string>& names) {
-  json readable_names = json::array(), hex_names = json::array();
-  bool all_utf8 = true;
-  for (const std::string& name : names) {
-    all_utf8 = all_utf8 && valid_utf8(name);
-    readable_names.push_back(readable(name));
-    hex_names.push_back(to_hex(name));
-  }
-  meta["class_names"] = readable_names.dump();
-  if (!all_utf8) meta["class_names_hex"] = hex_names.dump();
-}
-
-std::vector<std::string> class_names_from(const std::map<std::string, std::string>& meta, const std::string& path) {
-  auto names = meta.find("class_names");
-  LS_CHECK(names != meta.end(), "checkpoint ", path, " has damaged metadata: no 'class_names'");
-  auto strings = [&](const std::string& key, const std::string& text) {
-    const json parsed = json::parse(text, nullptr, false);
-    bool all_strings = parsed.is_array();
-    for (const json& name : parsed) all_strings = all_strings && name.is_string();
-    LS_CHECK(all_strings, "checkpoint ", path, " has damaged metadata: '", key, "' is not a JSON array of strings");
-    return parsed.get<std::vector<std::string>>();
-  };
-  std::vector<std::string> out = strings("class_names", names->second);
-  auto hex = meta.find("class_names_hex");
-  if (hex == meta.end()) return out;
-  std::vector<std::string> exact = strings("class_names_hex", hex->second);
-  LS_CHECK(exact.size() == out.size(), "checkpoint ", path, " has damaged metadata: 'class_names_hex' has ",
-           exact.size(), " names, 'class_names' ", out.size());
-  for (size_t i = 0; i < exact.size(); ++i) {
-    std::optional<std::string> bytes = from_hex(exact[i]);
-    LS_CHECK(bytes.has_value(), "checkpoint ", path, " has damaged metadata: class name ", i,
-             " in 'class_names_hex' is not hex digits");
-    out[i] = *bytes;
-  }
-  return out;
-}
-
 CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const std::string& path) {
-  auto it = meta.find("format");
-  LS_CHECK(it != meta.end() && it->second == format_tag, "file ", path, " is not a lockstep checkpoint (no '",
+  LS_CHECK(is_checkpoint_metadata(meta), "file ", path, " is not a lockstep checkpoint (no '",
            format_tag, "' in its metadata)");
   CheckpointInfo info;
   auto model = meta.find("model");
   LS_CHECK(model != meta.end(), "checkpoint ", path, " has damaged metadata: no 'model'");
   info.model_spec = model->second;
-  info.class_names = class_names_from(meta, path);
+  info.class_names = read_class_names(meta, "checkpoint " + path);
   info.epoch = metadata_count<int64_t>(meta, "epoch", path);
   info.step = metadata_count<int64_t>(meta, "step", path);
   info.batch_in_epoch = metadata_count<int64_t>(meta, "batch_in_epoch", path);
@@ -140,6 +65,11 @@ CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const s
 }
 
 }  // namespace
+
+bool is_checkpoint_metadata(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find("format");
+  return it != metadata.end() && it->second == format_tag;
+}
 
 std::vector<StateTensor> model_state_tensors(Model& model) {
   std::vector<StateTensor> out;

@@ -47,6 +47,8 @@ struct LoadedCheckpoint {
 // Reads and verifies a checkpoint (format, bounds, checksum); throws an Error
 // that names the file and what is wrong.
 LoadedCheckpoint read_checkpoint(const std::string& path);
+// True when safetensors metadata is a lockstep checkpoint's (its "format" tag).
+bool is_checkpoint_metadata(const std::map<std::string, std::string>& metadata);
 // Reads only the metadata (to rebuild the model before loading it).
 CheckpointInfo read_checkpoint_info(const std::string& path);
 

@@ -7,7 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "training/classes_text.h"
+#include "training/metadata_text.h"
+#include "training/replaced_file.h"
 #include "training/safetensors.h"
+#include "training/state_values.h"
 
 namespace lockstep {
 
@@ -62,19 +66,32 @@ bool is_batch_count(const std::string& name) {
 
 // PyTorch's torch.save writes a zip archive (since 1.6) or a bare pickle
 // (protocol 2 and up start with 0x80): refused unread, a pickle can run code.
+// Known by its first bytes, not its name: a safetensors file named .pt is read.
 void refuse_pickle(const std::string& path) {
-  const std::string ext = std::filesystem::path(path).extension().string();
   std::ifstream in(path, std::ios::binary);
   char head[4] = {0, 0, 0, 0};
   in.read(head, 4);
   const bool zip = in.gcount() == 4 && std::string(head, 4) == std::string("PK\x03\x04", 4);
   const bool pickle = in.gcount() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5;
-  LS_CHECK(!(ext == ".pth" || ext == ".pt" || ext == ".pkl" || zip || pickle), path,
+  LS_CHECK(!(zip || pickle), path,
            " is a PyTorch pickle (torch.save), which lockstep does not read (unpickling can run any code); "
            "convert it to safetensors with PyTorch and the safetensors package:\n"
            "  import torch, safetensors.torch\n"
            "  safetensors.torch.save_file({k: v.contiguous() for k, v in torch.load('",
            path, "', map_location='cpu').items()}, 'weights.safetensors')");
+}
+
+// The input an export says its model was trained on, if it says.
+std::optional<InputPreprocessing> file_input(const SafetensorsFile& file) {
+  const auto size = file.metadata.find("input_size"), mean = file.metadata.find("input_mean"),
+             std = file.metadata.find("input_std");
+  if (size == file.metadata.end() || mean == file.metadata.end() || std == file.metadata.end()) return std::nullopt;
+  try {
+    return InputPreprocessing{size->second, nlohmann::json::parse(mean->second).get<std::vector<float>>(),
+                              nlohmann::json::parse(std->second).get<std::vector<float>>()};
+  } catch (const std::exception&) {  // not an export's: nothing to report
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -88,6 +105,9 @@ StateDictNames parse_state_dict_names(const std::string& text, const std::string
 PretrainedWeights read_pretrained(const std::string& path) {
   std::error_code ec;
   LS_CHECK(std::filesystem::exists(path, ec), "pretrained weights ", path, ": no such file");
+  // Before any byte is read: a FIFO would block the read, a folder fail it obscurely.
+  LS_CHECK(std::filesystem::is_regular_file(path, ec), "pretrained weights ", path,
+           " are not a regular file (a folder, device, FIFO or socket)");
   refuse_pickle(path);
   PretrainedWeights weights{path, {}};
   try {
@@ -95,23 +115,23 @@ PretrainedWeights read_pretrained(const std::string& path) {
   } catch (const Error& e) {
     LS_FAIL("pretrained weights ", path, " are not a readable safetensors file: ", e.what());
   }
+  LS_CHECK(!is_checkpoint_metadata(weights.file.metadata), path,
+           " is a lockstep training checkpoint (with the optimizer's momentum), not a state dict of weights: "
+           "export it first (lockstep export ", path, " weights.safetensors) and give --init weights.safetensors, "
+           "or go on with that run (--resume ", path, ")");
   return weights;
 }
 
 namespace {
 
-// The class names an export wrote into the metadata (a JSON array), or none.
+// The class names an export wrote into the metadata, byte for byte, or none.
 std::vector<std::string> file_class_names(const SafetensorsFile& file) {
-  const auto it = file.metadata.find("class_names");
-  if (it == file.metadata.end()) return {};
-  const nlohmann::json names = nlohmann::json::parse(it->second, nullptr, false);
-  std::vector<std::string> out;
-  if (!names.is_array()) return {};
-  for (const auto& n : names) {
-    if (!n.is_string()) return {};
-    out.push_back(n.get<std::string>());
+  if (!file.metadata.count("class_names")) return {};
+  try {
+    return read_class_names(file.metadata, "");
+  } catch (const Error&) {  // damaged names in someone else's file: as if none
+    return {};
   }
-  return out;
 }
 
 }  // namespace
@@ -155,7 +175,7 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights,
     }
   }
 
-  std::string problems;
+  std::string problems, values_problems;
   std::map<std::string, bool> used;
   for (const StateTensor& t : targets) {
     const auto [name, shape] = file_tensor(t.name, t.shape, result.names, vgg);
@@ -168,12 +188,20 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights,
       problems += "\n  " + name + " is " + it->second->shape.str() + " in the file, " + shape.str() + " in the model";
     } else if (it->second->values.size() != static_cast<size_t>(shape.numel())) {
       problems += "\n  " + name + " has dtype " + it->second->dtype + " (F32, F16 or BF16 are read)";
+    } else if (const std::string bad = state_value_problem(name, it->second->values); !bad.empty()) {
+      values_problems += "\n  " + name + " " + bad;
     }
   }
   for (auto& [name, t] : in_file)
     if (!used.count(name) && !is_batch_count(name)) problems += "\n  unexpected tensor " + name + " " + t->shape.str();
   LS_CHECK(problems.empty(), "pretrained weights ", path, " do not fit model '", model.spec(), "' (",
            result.names == StateDictNames::timm ? "timm" : "torchvision", " names):", problems);
+  // Trained with, such values give NaN losses or a constant one, and a
+  // "diverged" that blames the learning rate a few steps later.
+  LS_CHECK(values_problems.empty(), "pretrained weights ", path, " hold values no model can be trained from:",
+           values_problems, "\n(weights and running means must be finite, running variances finite and >= 0); "
+           "the file is damaged or was not saved from a trained model");
+  result.file_input = file_input(file);
 
   for (StateTensor& t : targets) {
     const std::string name = file_tensor(t.name, t.shape, result.names, vgg).first;
@@ -191,8 +219,12 @@ std::string classes_path(const std::string& out_path) {
   return p.string() + ".classes.txt";
 }
 
+bool is_export_metadata(const std::map<std::string, std::string>& metadata) {
+  return metadata.count("lockstep_model") && !is_checkpoint_metadata(metadata);
+}
+
 void export_state_dict(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path, StateDictNames names,
-                       const std::string& out_path) {
+                       const InputPreprocessing& input, const std::string& out_path) {
   check_torchvision_model(checkpoint.info.model_spec, "export (checkpoint " + checkpoint_path + ")");
   const bool vgg = is_vgg(model_name_of(checkpoint.info.model_spec));
   SafetensorsFile file;
@@ -202,14 +234,19 @@ void export_state_dict(const LoadedCheckpoint& checkpoint, const std::string& ch
     file.tensors.push_back({file_name, {shape, tensor.second}});
   }
   file.metadata["format"] = "pt";  // what safetensors.torch.save_file writes
-  file.metadata["class_names"] = nlohmann::json(checkpoint.info.class_names).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  put_class_names(file.metadata, checkpoint.info.class_names);
   file.metadata["lockstep_model"] = checkpoint.info.model_spec;
+  file.metadata["input_size"] = input.size;
+  file.metadata["input_mean"] = nlohmann::json(input.mean).dump();
+  file.metadata["input_std"] = nlohmann::json(input.std).dump();
   write_safetensors(out_path, file);
-  const std::string classes = classes_path(out_path);
-  std::ofstream out(classes, std::ios::trunc);
-  for (const std::string& name : checkpoint.info.class_names) out << name << "\n";
-  out.flush();
-  LS_CHECK(out.good(), "cannot write ", classes, " (the class names of ", out_path, ")");
+  const std::string text = classes_text(checkpoint.info.class_names);
+  try {
+    write_replacing(classes_path(out_path),
+                    [&](std::FILE* f) { return std::fwrite(text.data(), 1, text.size(), f) == text.size(); });
+  } catch (const Error& e) {
+    LS_FAIL("cannot write the class names of ", out_path, ": ", e.what());
+  }
 }
 
 }  // namespace lockstep

@@ -11,8 +11,13 @@
 //                torchvision's (and so ours) for inputs up to 224x224; above, timm
 //                slides the 7x7 convolution where torchvision pools to 7x7 first.
 // Loading reads F32, F16 and BF16 tensors; num_batches_tracked may be there
-// or not and is ignored. A PyTorch pickle (.pth, .pt) is refused unread,
-// with the two lines of Python that convert it.
+// or not and is ignored. A PyTorch pickle (zip or bare, known by its first
+// bytes, whatever the file's name) is refused unread, with the two lines of
+// Python that convert it; so is a lockstep training checkpoint (export it
+// first), and weights that are not finite or variances below 0
+// (training/state_values.h), naming the file and the tensor.
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +28,15 @@
 namespace lockstep {
 
 enum class StateDictNames { torchvision, timm };
+
+// What a model's input was: its size and the normalisation of its pixels (in
+// [0, 1]): (x - mean) / std per channel. Exports carry it in their metadata
+// ("input_size" "3x224x224", "input_mean" and "input_std" JSON arrays; empty
+// arrays when the pixels were used as they are).
+struct InputPreprocessing {
+  std::string size;
+  std::vector<float> mean, std;
+};
 // "torchvision" or "timm"; throws an Error naming `what` otherwise.
 StateDictNames parse_state_dict_names(const std::string& text, const std::string& what);
 
@@ -36,6 +50,8 @@ struct PretrainedLoad {
   // (as many), which are then in file_class_names.
   bool other_classes = false;
   std::vector<std::string> file_class_names;
+  // The input the file's model was trained on, when the file says (a lockstep export).
+  std::optional<InputPreprocessing> file_input;
 };
 
 // Throws an Error, starting with `what`, unless `spec` (Model::spec()) is of a tv-* model.
@@ -64,10 +80,16 @@ PretrainedLoad load_pretrained(Model& model, const std::string& path);
 // Writes a tv-* checkpoint's weights and running statistics (no momentum) as
 // a state dict that torchvision's (or timm's) model of the same architecture
 // loads with a strict load_state_dict, F32, with the class names in the
-// metadata ("class_names", a JSON array) and one a line in
-// OUT.classes.txt (OUT without its .safetensors).
+// metadata ("class_names", a JSON array, and byte for byte in
+// "class_names_hex" when one is not UTF-8: training/metadata_text.h), the
+// model's input (`input`) and "lockstep_model"; and the names one a line in
+// OUT.classes.txt (OUT without its .safetensors; training/classes_text.h).
+// Both files are replaced whole (training/replaced_file.h), never written
+// through a link.
 void export_state_dict(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path, StateDictNames names,
-                       const std::string& out_path);
+                       const InputPreprocessing& input, const std::string& out_path);
+// True when the metadata is an export's (export_state_dict's "lockstep_model").
+bool is_export_metadata(const std::map<std::string, std::string>& metadata);
 // Where export_state_dict writes the class names for `out_path`.
 std::string classes_path(const std::string& out_path);
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "base/folder_sync.h"
+#include "training/replaced_file.h"
 
 namespace lockstep {
 
@@ -83,42 +83,16 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file) {
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
 
-  // A name of this writer's own, created exclusively: two writers of one path
-  // (two runs, two threads) never share a temporary file, and an existing
-  // file is never truncated.
-  static std::atomic<uint64_t> writes{0};
-  const std::string tmp = temporary_prefix(path) + std::to_string(::getpid()) + "-" + std::to_string(writes++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  LS_CHECK(fd >= 0, "cannot write ", tmp, ": ", std::strerror(errno), "; ", path, " was left as it was");
-  FILE* f = ::fdopen(fd, "wb");
-  if (f == nullptr) {
-    const int saved = errno;
-    ::close(fd);
-    std::remove(tmp.c_str());
-    LS_FAIL("cannot write ", tmp, ": ", std::strerror(saved));
-  }
-  unsigned char size_bytes[8];
-  for (int i = 0; i < 8; ++i) size_bytes[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
-  bool ok = std::fwrite(size_bytes, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  for (auto& [name, t] : file.tensors)
-    ok = ok && std::fwrite(t.values.data(), sizeof(float), t.values.size(), f) == t.values.size();
-  ok = ok && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  int saved_errno = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    LS_FAIL("writing ", tmp, " failed: ", std::strerror(saved_errno), "; ", path, " was left as it was");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    LS_FAIL("cannot rename ", tmp, " to ", path, ": ", ec.message());
-  }
-  sync_folder_of(path);  // the rename reaches the disk only with its folder
+  write_replacing(path, [&](std::FILE* f) {
+    unsigned char size_bytes[8];
+    for (int i = 0; i < 8; ++i) size_bytes[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
+    bool ok = std::fwrite(size_bytes, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    for (auto& [name, t] : file.tensors)
+      ok = ok && std::fwrite(t.values.data(), sizeof(float), t.values.size(), f) == t.values.size();
+    return ok;
+  });
 }
 
-std::string temporary_prefix(const std::string& path) { return path + ".tmp-"; }
 
 int remove_stale_temporaries(const std::string& path) {
   namespace fs = std::filesystem;

@@ -26,16 +26,12 @@ struct SafetensorsFile {
   const HostTensor& at(const std::string& name) const;     // throws naming the tensor
 };
 
-// Writes to a temporary file of its own beside `path` (temporary_prefix(path)
-// + process id + a counter, created exclusively), flushes it to disk and
-// renames it over `path`: a crash leaves either the old file or the new one,
-// and two writers of one path never share a temporary file. Metadata must be
-// UTF-8 text (an Error names the key otherwise).
+// Writes whole or not at all (write_replacing, training/replaced_file.h).
+// Metadata must be UTF-8 text (an Error names the key otherwise).
 void write_safetensors(const std::string& path, const SafetensorsFile& file);
-std::string temporary_prefix(const std::string& path);
 // Removes the temporary files that writers of `path` killed mid-write left
 // behind; returns how many. Only while no other writer of `path` can run
-// (under a CheckpointLock).
+// (under an OutputLock, training/output_lock.h).
 int remove_stale_temporaries(const std::string& path);
 
 // True when `text` is well-formed UTF-8 (what JSON text must be).

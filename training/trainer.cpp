@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 
 #include "base/error.h"
 #include "kernels/loss_math.h"
 #include "ops/loss.h"
+#include "training/state_values.h"
 
 namespace lockstep {
 
@@ -38,6 +40,18 @@ CheckpointInfo Trainer::checkpoint_info() const {
   return info;
 }
 
+std::string Trainer::lower_rate_hint() const {
+  // A backbone scaled above 1 learns faster than --lr says: name the scale.
+  const float scale = config_.sgd.backbone_lr_scale;
+  if (scale > 1.0f) {
+    char text[128];
+    std::snprintf(text, sizeof text, "try a lower --backbone-lr-scale (the layers before the classifier learn at "
+                  "%g x the learning rate) or --lr", scale);
+    return text;
+  }
+  return "try a lower --lr";
+}
+
 std::string Trainer::last_good_checkpoint() const {
   // Named only when one was written (by this run or the one it resumes).
   return config_.checkpoint_path.empty() || !std::filesystem::exists(config_.checkpoint_path)
@@ -48,14 +62,24 @@ std::string Trainer::last_good_checkpoint() const {
 void Trainer::save(const std::string& path) {
   // A step's loss is computed before its update, so the last updates of a
   // diverging run can leave weights that are not finite while every loss was:
-  // such weights never replace a checkpoint. Every process holds the same
-  // model, so each finds the same and all stop together.
-  const std::vector<float> weights = replicas_.model(0).arenas().params.to_vector();
-  const bool finite = std::all_of(weights.begin(), weights.end(), [](float w) { return std::isfinite(w); });
-  if (!finite) {
+  // such weights never replace a checkpoint. Nor do running statistics that
+  // are not finite, or a negative variance (training/state_values.h): a
+  // model that eval and predict would run with NaN. Every process holds the
+  // same model, so each finds the same and all stop together.
+  Model& model = replicas_.model(0);
+  const size_t weights = model.arenas().entries().size();  // model_state_tensors: the weights first
+  const std::vector<StateTensor> tensors = model_state_tensors(model);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string bad = state_value_problem(tensors[i].name, tensors[i].tensor.to_vector());
+    if (bad.empty()) continue;
     train_.stop();
-    LS_FAIL("the weights are no longer finite after step ", step(), " (epoch ", epoch_ + (batch_in_epoch_ > 0 ? 1 : 0),
-            "): training diverged; try a lower --lr", last_good_checkpoint());
+    const std::string when = " after step " + std::to_string(step()) + " (epoch " +
+                             std::to_string(epoch_ + (batch_in_epoch_ > 0 ? 1 : 0)) + ")";
+    if (i < weights)
+      LS_FAIL("the weights are no longer finite", when, ": training diverged; ", lower_rate_hint(),
+              last_good_checkpoint());
+    LS_FAIL("the running statistics are no longer usable", when, " (", tensors[i].name, " ", bad,
+            "): training diverged; ", lower_rate_hint(), last_good_checkpoint());
   }
   // The first process alone writes it.
   if (replicas_.process_rank() == 0) save_checkpoint(path, replicas_.model(0), checkpoint_info());
@@ -115,7 +139,7 @@ bool Trainer::run() {
       if (!std::isfinite(step_loss)) {
         train_.stop();
         LS_FAIL("the loss became ", step_loss, " at step ", step(), " (epoch ", epoch_ + 1, ", batch ",
-                batch_in_epoch_ + 1, ", learning rate ", lr, "); try a lower --lr", last_good_checkpoint());
+                batch_in_epoch_ + 1, ", learning rate ", lr, "); ", lower_rate_hint(), last_good_checkpoint());
       }
       epoch_metrics += m;
       ++batch_in_epoch_;

@@ -91,6 +91,7 @@ public:
   void save(const std::string& path);
   // "; the last good checkpoint is PATH", or "; no checkpoint was written": the end of a divergence's message.
   std::string last_good_checkpoint() const;
+  std::string lower_rate_hint() const;  // what to lower when training diverged
 
   int64_t epoch() const { return epoch_; }
   int64_t step() const { return static_cast<int64_t>(replicas_.step()); }

@@ -1,11 +1,19 @@
 // `lockstep export`: a tv-* checkpoint as a torchvision or timm state dict.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <vector>
 
-#include "commands.h"
-#include "training/checkpoint.h"
 #include "base/error.h"
+#include "commands.h"
+#include "layers/models.h"
+#include "setup.h"
+#include "training/checkpoint.h"
+#include "training/output_lock.h"
+#include "training/classes_text.h"
+#include "training/metadata_text.h"
 #include "training/output_files.h"
 #include "training/pretrained.h"
 
@@ -13,39 +21,78 @@ namespace lockstep::app {
 
 namespace {
 
-// The first bytes of a file (up to `n`).
-std::string head(const std::string& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(n, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(n));
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  return bytes;
+std::optional<std::map<std::string, std::string>> safetensors_metadata(const std::string& path) {
+  try {
+    return read_safetensors(path, false, true).metadata;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
-// A safetensors file: an 8-byte header length, then the header's JSON object.
-bool is_safetensors_file(const std::string& path) {
-  const std::string bytes = head(path, 9);
-  return bytes.size() == 9 && bytes[8] == '{';
+// An export this command wrote before: replaced without --force. Another
+// run's training checkpoint, or anyone else's safetensors file, is not.
+bool is_export_file(const std::string& path) {
+  const auto meta = safetensors_metadata(path);
+  return meta && is_export_metadata(*meta);
 }
 
-// Text (the class names export writes one per line): no NUL byte.
-bool is_text_file(const std::string& path) { return head(path, 4096).find('\0') == std::string::npos; }
+// A classes file export wrote: the text it would write for the class names
+// of the export beside it. A hand-written list is not, even when OUT is an
+// export (it may be the only copy of someone's notes).
+std::function<bool(const std::string&)> written_for(const std::string& out_path) {
+  return [out_path](const std::string& path) {
+    const auto meta = safetensors_metadata(out_path);
+    if (!meta || !is_export_metadata(*meta)) return false;
+    std::ifstream in(path, std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    try {
+      return text == classes_text(read_class_names(*meta, out_path));
+    } catch (const Error&) {
+      return false;
+    }
+  };
+}
+
+// Exports are replaced by renaming a new file over them: a link there would
+// be replaced, not followed, so its target would silently stop being the
+// file the user thinks was written. Refused, --force or not.
+void refuse_link(const OutputFile& out) {
+  std::error_code ec;
+  LS_CHECK(!std::filesystem::is_symlink(std::filesystem::symlink_status(out.path, ec)), out.option, " ", out.path,
+           " is a symbolic link; lockstep writes its outputs as files of their own, never through a link: "
+           "remove the link or choose another output");
+}
+
+// The model's input and the normalisation it was trained with, as the checkpoint holds them.
+InputPreprocessing input_of(const LoadedCheckpoint& checkpoint) {
+  const Shape shape = graph_from_spec(checkpoint.info.model_spec)->input_shape();
+  std::string size;
+  for (int i = 0; i < shape.rank(); ++i) size += (i ? "x" : "") + std::to_string(shape[i]);
+  const data::Normalization n = checkpoint_normalization(checkpoint.info.extra);
+  return {size, n.mean, n.std};
+}
 
 }  // namespace
 
 int run_export(const ExportSettings& settings) {
   // Both files it writes go through the output rules: never the checkpoint
-  // (or anything it reads), never a non-regular file, and a file of another
-  // kind only with --force.
+  // (or anything it reads), never a non-regular file or a link, and a file
+  // of another kind (a training checkpoint, a hand-written list) only with
+  // --force.
   const std::vector<InputPath> inputs = {{settings.checkpoint, "the checkpoint"}};
-  const OutputFile state_dict{settings.output, "export's output", "a safetensors file", is_safetensors_file};
-  const OutputFile classes{classes_path(settings.output), "export's class names", "a text file", is_text_file};
-  check_output_file(state_dict, inputs, settings.force);
-  check_output_file(classes, inputs, settings.force);
+  const OutputFile state_dict{settings.output, "export's output", "a lockstep export", is_export_file};
+  const OutputFile classes{classes_path(settings.output), "export's class names",
+                           "the class names of the export " + settings.output, written_for(settings.output)};
+  for (const OutputFile& out : {state_dict, classes}) {
+    refuse_link(out);
+    check_output_file(out, inputs, settings.force);
+  }
   check_distinct_outputs({state_dict, classes});
+  // A running train may write either path (its checkpoint, its metrics): not while it does.
+  const OutputLock state_dict_lock(state_dict.path, state_dict.option), classes_lock(classes.path, classes.option);
   const StateDictNames names = parse_state_dict_names(settings.format, "--format");
   const LoadedCheckpoint checkpoint = read_checkpoint(settings.checkpoint);
-  export_state_dict(checkpoint, settings.checkpoint, names, settings.output);
+  export_state_dict(checkpoint, settings.checkpoint, names, input_of(checkpoint), settings.output);
   std::printf("%s: %s state dict of %s (%zu classes; names in %s)\n", settings.output.c_str(),
               settings.format.c_str(), checkpoint.info.model_spec.c_str(), checkpoint.info.class_names.size(),
               classes_path(settings.output).c_str());

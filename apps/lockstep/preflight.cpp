@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "layers/models.h"
+#include "run_locks.h"
 #include "setup.h"
 #include "training/checkpoint.h"
 #include "training/output_files.h"
@@ -97,9 +98,10 @@ void check_outputs(const TrainSettings& s) {
   make_picture_folder(curve.path, curve.option);
   check_output_file(curve, inputs, s.force);
   outputs.push_back(curve);
-  // The lock the run takes next to its checkpoint (training/checkpoint_lock.h)
-  // is an output too: no other output may name it.
-  outputs.push_back(OutputFile{s.checkpoint + ".lock", "the checkpoint's lock file", "a lock file", nullptr});
+  // The locks the run takes beside its outputs (run_locks.h) are outputs
+  // too: no other output may name one.
+  for (const RunOutput& locked : locked_outputs(s))
+    outputs.push_back(OutputFile{locked.path + ".lock", "the lock file of " + locked.option, "a lock file", nullptr});
   check_distinct_outputs(outputs);
 }
 

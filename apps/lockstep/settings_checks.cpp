@@ -59,6 +59,16 @@ void validate_combinations(const TrainSettings& s, const std::vector<Device>& de
            "--test-limit 0 tests on no sample: give at least 1 (without --test-limit, every test sample counts)");
   LS_CHECK(s.warmup_epochs <= static_cast<double>(s.epochs), "--warmup-epochs ", s.warmup_epochs,
            " lasts beyond the run of ", s.epochs, " epochs: the learning rate would never reach --lr");
+  // A frozen backbone without pretrained weights trains a classifier on
+  // random features: nearly always a forgotten --init, and a run that spends
+  // all its time reaching a fraction of what it could. A serious tool stops
+  // it at the door rather than leave a notice to scroll by (a backbone that
+  // is only scaled still learns: start_report.cpp says it is untrained). A
+  // resumed run goes on with its checkpoint's weights, pretrained or not.
+  LS_CHECK(!s.freeze_backbone || !s.init.empty() || !s.resume.empty(),
+           "--freeze-backbone trains the classifier alone on the features of the layers before it, and without "
+           "--init those layers are untrained (random): give --init FILE.safetensors (pretrained weights, "
+           "docs/fine-tuning.md), or leave --freeze-backbone out to train every layer");
   LS_CHECK(!s.nesterov || s.momentum > 0.0f, "--nesterov is a kind of momentum: it needs --momentum above 0");
   LS_CHECK(!s.cuda_graphs || devices[0].is_cuda(),
            "--cuda-graphs replays GPU steps from CUDA graphs; this run is on the CPU (--devices ", s.devices, ")");

@@ -62,9 +62,53 @@ void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool
     std::printf("backbone frozen: the classifier alone trains, the layers before it run as in inference\n");
   else if (s.backbone_lr_scale != 1.0f)
     std::printf("the layers before the classifier learn at %g x the learning rate\n", s.backbone_lr_scale);
+  if (s.backbone_lr_scale != 1.0f && s.init.empty() && s.resume.empty())
+    std::fprintf(stderr, "notice: --backbone-lr-scale %g without --init: the layers before the classifier start "
+                 "untrained (random), not pretrained; give --init FILE.safetensors to fine-tune pretrained weights\n",
+                 s.backbone_lr_scale);
 }
 
-void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes) {
+namespace {
+
+std::string numbers(const std::vector<float>& values) {
+  std::string out;
+  char text[32];
+  for (float v : values) {
+    std::snprintf(text, sizeof text, "%.4g", v);
+    out += (out.empty() ? "" : " ") + std::string(text);
+  }
+  return "[" + out + "]";
+}
+
+bool leaves_pixels(const data::Normalization& n) {
+  for (size_t c = 0; c < n.mean.size(); ++c)
+    if (n.mean[c] != 0.0f || n.std[c] != 1.0f) return false;
+  return true;
+}
+
+std::string normalisation_text(const std::vector<float>& mean, const std::vector<float>& std) {
+  return "normalised with mean " + numbers(mean) + " and std " + numbers(std);
+}
+
+// The input an export's model was trained on, and a notice when this run
+// feeds it otherwise (features learned on other statistics).
+void print_file_input(const InputPreprocessing& file, const data::Normalization& used, const std::string& input) {
+  const bool as_is = file.mean.empty();
+  const std::string trained = as_is ? "its pixels as they are" : normalisation_text(file.mean, file.std);
+  std::printf("the file's model was trained on inputs %s, %s\n", file.size.c_str(), trained.c_str());
+  const bool same_size = input.empty() || input == file.size;
+  const bool same_normalisation = as_is ? leaves_pixels(used) : file.mean == used.mean && file.std == used.std;
+  if (same_size && same_normalisation) return;
+  std::string here = same_normalisation ? "" : normalisation_text(used.mean, used.std);
+  if (!same_size) here += (here.empty() ? "" : ", ") + std::string("inputs ") + input;
+  std::fprintf(stderr, "notice: this run's inputs are %s, not as the model of --init's file was trained (%s, %s)\n",
+               here.c_str(), file.size.c_str(), trained.c_str());
+}
+
+}  // namespace
+
+void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes,
+                const data::Normalization& used) {
   std::printf("initialised from %s: %lld tensors (%s names)\n", s.init.c_str(),
               static_cast<long long>(init_result.tensors),
               init_result.names == StateDictNames::timm ? "timm" : "torchvision");
@@ -79,6 +123,7 @@ void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64
                 init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
                 static_cast<long long>(classes));
   }
+  if (init_result.file_input) print_file_input(*init_result.file_input, used, s.input);
   std::fflush(stdout);
 }
 

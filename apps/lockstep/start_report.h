@@ -26,8 +26,10 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
 // slower backbone.
 void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool imagenet_by_default);
 
-// What --init loaded into a model of `classes` classes, and the classifier
-// it re-initialised.
-void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes);
+// What --init loaded into a model of `classes` classes, the classifier it
+// re-initialised, and the input the file's model was trained on (an export
+// says), with a notice when this run's (`used`, --input) is another.
+void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes,
+                const data::Normalization& used);
 
 }  // namespace lockstep::app

@@ -20,6 +20,7 @@
 #include "preflight.h"
 #include "progress.h"
 #include "replica_models.h"
+#include "run_locks.h"
 #include "resume_checks.h"
 #include "settings_checks.h"
 #include "setup.h"
@@ -28,7 +29,6 @@
 #include "time_limit_report.h"
 #include "train_data.h"
 #include "train_options.h"
-#include "training/checkpoint_lock.h"
 #include "training/trainer.h"
 #include "world_agreement.h"
 #include "world_errors.h"
@@ -141,12 +141,12 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   const std::vector<Device> devices = settle_settings(s, world.get(), resume_info);
   share_cpu_cores(devices, world.get());
   // Find out now, not after the first epoch, that an output cannot be written
-  // or would overwrite what it must not; then keep other runs off the
-  // checkpoint. Only the first process writes, so only it checks and locks.
-  std::optional<CheckpointLock> checkpoint_lock;
+  // or would overwrite what it must not; then keep other runs off every
+  // output. Only the first process writes, so only it checks and locks.
+  std::vector<std::unique_ptr<OutputLock>> output_locks;
   if (first) {
     check_outputs(s);
-    checkpoint_lock.emplace(s.checkpoint);
+    output_locks = lock_run_outputs(s);
   }
 
   const TrainData train_data = open_data(s);
@@ -185,7 +185,7 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
   for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
   print_data_and_model_notes(s, train_data, imagenet_by_default);
-  if (models.initialised()) print_init(s, models.init_result(), train_data.train->num_classes());
+  if (models.initialised()) print_init(s, models.init_result(), train_data.train->num_classes(), loaders.train->normalization());
   return run_and_report(s, spec, train_data, loaders, trainer);
 }
 

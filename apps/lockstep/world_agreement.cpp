@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "data/data_identity.h"
+#include "training/file_checksum.h"
 #include "world_errors.h"
 
 namespace lockstep::app {
@@ -75,6 +76,10 @@ std::vector<NamedSetting> run_settings(const TrainSettings& s, const std::string
   out.push_back({"--bucket-mb", std::to_string(s.bucket_mb)});
   out.push_back({"--first-bucket-mb", std::to_string(s.first_bucket_mb)});
   out.push_back({"where the run starts (--resume)", resume_position.empty() ? "a new run" : resume_position});
+  // The pretrained weights by their contents (the path may differ between
+  // hosts): a process that read other weights would train another model
+  // under the same steps, and only the first process's would be saved.
+  out.push_back({"--init (the pretrained weights' contents)", s.init.empty() ? "none" : file_checksum(s.init)});
   out.push_back({"the data's format", format});
   add_data(out, "the training", &train);
   add_data(out, "the test", test);

@@ -794,7 +794,7 @@ class Cli(unittest.TestCase):
             f.write("precious\n")
         r = run(["export", ck, notes], self.tmp)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("exists and is not a safetensors file", r.stderr)
+        self.assertIn("exists and is not a lockstep export", r.stderr)
         r = run(["export", ck, self.path("dev.safetensors")], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         r = run(["export", ck, self.path("dev.safetensors")], self.tmp)  # its own kind: replaced

@@ -239,6 +239,25 @@ class CliOutputs(CliTestCase):
         r = run(["train"] + ONE + ["--data", self.path("data"), "--checkpoint", ck, "--force"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_a_live_runs_metrics_and_checkpoint_are_refused_to_a_second_run_under_any_option(self):
+        # Before: two runs on one --metrics both ran, interleaving their lines; a run whose --metrics was
+        # another live run's --checkpoint ran too, and that checkpoint later replaced its metrics.
+        ck, metrics = self.path("ck"), self.path("first.jsonl")
+        first = self.slow_run(ck, metrics)
+        try:
+            self.wait_for_steps(first, metrics, 1)
+            data = ["--data", self.path("data")]
+            r = run(["train"] + ONE + data + ["--checkpoint", self.path("b"), "--metrics", metrics], self.tmp)
+            self.assert_refused(r, "--metrics " + metrics + " is being written by another lockstep run",
+                                "process %d" % first.pid)
+            r = run(["train"] + ONE + data + ["--checkpoint", self.path("c"), "--metrics", ck], self.tmp)
+            self.assert_refused(r, "--metrics " + ck + " is being written by another lockstep run",
+                                "process %d" % first.pid)
+            self.assertFalse(os.path.exists(self.path("b")) or os.path.exists(self.path("c")))
+        finally:
+            first.kill()
+            first.communicate()
+
     def test_ctrl_c_twice_stops_at_once_and_keeps_the_checkpoint(self):
         ck, metrics = self.path("ck"), self.path("m.jsonl")
         # An epoch of 4 steps gives a checkpoint to keep.
@@ -404,7 +423,7 @@ class CliOutputs(CliTestCase):
                 (["--checkpoint", self.path("ck2"), "--metrics", self.path("m2.jsonl"), "--plot",
                   self.path("m2.jsonl")], ["--metrics " + self.path("m2.jsonl"), "--plot", "name the same file"]),
                 (["--checkpoint", self.path("ck3"), "--plot", self.path("ck3.lock")],
-                 ["--plot " + self.path("ck3.lock"), "the checkpoint's lock file", "name the same file"]),
+                 ["--plot " + self.path("ck3.lock"), "the lock file of --checkpoint", "name the same file"]),
                 (["--checkpoint", self.path("ck4"), "--plot", "/dev/null"],
                  ["--plot /dev/null", "not a regular file"])):
             with self.subTest(command="train", args=args):

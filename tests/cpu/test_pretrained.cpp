@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
+#include <tuple>
 
 #include "base/error.h"
 #include "layers/models.h"
@@ -58,7 +60,7 @@ void export_model(Graph& model, const std::string& checkpoint, const std::string
   info.model_spec = model.spec();
   info.class_names = class_names(model.num_classes());
   save_checkpoint(checkpoint, model, info);
-  export_state_dict(read_checkpoint(checkpoint), checkpoint, names, out);
+  export_state_dict(read_checkpoint(checkpoint), checkpoint, names, InputPreprocessing{}, out);
 }
 
 // Every parameter and running statistic, by name.
@@ -145,6 +147,35 @@ TEST_CASE("a tv model's export loads back into another of the same architecture,
   }
 }
 
+TEST_CASE("an export keeps class names of any bytes, one a line, and says the input its model was trained on",
+          "[pretrained]") {
+  TempDir dir;
+  auto a = tv_model("tv-resnet18", Shape{3, 32, 32}, 3, 1);
+  const std::vector<std::string> names = {"caf\xe9 latin-1", "two\nlines", "back\\slash"};
+  CheckpointInfo info;
+  info.model_spec = a->spec();
+  info.class_names = names;
+  save_checkpoint(dir / "a.ckpt", *a, info);
+  const InputPreprocessing input{"3x32x32", {0.5f, 0.25f, 0.125f}, {0.2f, 0.3f, 0.4f}};
+  export_state_dict(read_checkpoint(dir / "a.ckpt"), dir / "a.ckpt", StateDictNames::torchvision, input,
+                    dir / "a.safetensors");
+  const SafetensorsFile file = read_safetensors(dir / "a.safetensors");
+  REQUIRE(file.metadata.at("input_size") == "3x32x32");
+  REQUIRE(file.metadata.count("class_names_hex") == 1);
+  std::ifstream in(dir / "a.classes.txt", std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  REQUIRE(text == "caf\\xe9 latin-1\ntwo\\nlines\nback\\\\slash\n");  // three lines for three classes
+  // The same names (byte for byte) keep the classifier; the input comes back.
+  auto b = tv_model("tv-resnet18", Shape{3, 32, 32}, 3, 2);
+  const PretrainedLoad loaded = load_pretrained(*b, read_pretrained(dir / "a.safetensors"), names);
+  REQUIRE_FALSE(loaded.head_reinitialised);
+  REQUIRE(values_of(*a) == values_of(*b));
+  REQUIRE(loaded.file_input.has_value());
+  REQUIRE(loaded.file_input->size == input.size);
+  REQUIRE(loaded.file_input->mean == input.mean);
+  REQUIRE(loaded.file_input->std == input.std);
+}
+
 TEST_CASE("another class count re-initialises the classifier alone and says so", "[pretrained]") {
   TempDir dir;
   auto a = tv_model("tv-resnet18", Shape{3, 32, 32}, 5, 1);
@@ -212,9 +243,9 @@ TEST_CASE("pretrained weights that do not fit are refused naming the file, the t
                         Catch::Contains(path) && Catch::Contains("unexpected tensor layer5.0.conv1.weight [2, 2]"));
     REQUIRE(values_of(*c) == untouched);  // nothing loaded
   }
-  SECTION("a PyTorch pickle, by its name or by its bytes, with the two lines that convert it") {
+  SECTION("a PyTorch pickle, by its bytes whatever its name, with the two lines that convert it") {
     for (auto [name, bytes] : {std::pair<std::string, std::string>{"w.pth", std::string("PK\x03\x04rest", 8)},
-                               {"w.pt", "anything"},
+                               {"w.bin", std::string("PK\x03\x04rest", 8)},
                                {"w.safetensors", std::string("\x80\x02}q\x00", 5)}}) {
       std::ofstream(dir / name, std::ios::binary) << bytes;
       REQUIRE_THROWS_WITH(load_pretrained(*b, dir / name),
@@ -222,6 +253,38 @@ TEST_CASE("pretrained weights that do not fit are refused naming the file, the t
                               Catch::Contains("import torch, safetensors.torch") &&
                               Catch::Contains("safetensors.torch.save_file("));
     }
+  }
+  SECTION("a safetensors file named .pt is read as what it is") {
+    fs::copy_file(exported, dir / "w.pt");
+    auto c = tv_model("tv-resnet18", Shape{3, 32, 32}, 5, 2);
+    REQUIRE(load_pretrained(*c, dir / "w.pt").tensors == static_cast<int64_t>(untouched.size()));
+    REQUIRE(values_of(*c) == fixture.exported);
+  }
+  SECTION("weights or running statistics no model can train from, each named") {
+    for (auto [tensor, value, said] : {std::tuple<std::string, float, std::string>{
+                                           "layer1.0.conv1.weight", std::nanf(""), "holds NaN (first at index 7 of"},
+                                       {"fc.weight", INFINITY, "holds +inf (first at index 7 of 2560)"},
+                                       {"bn1.running_mean", std::nanf(""), "holds NaN (first at index 7 of 64)"},
+                                       {"layer2.1.bn2.running_var", -0.5f,
+                                        "holds a negative variance, -0.5 (first at index 7 of 128)"}}) {
+      const std::string path = edited("bad.safetensors", [&](SafetensorsFile& f) {
+        for (auto& [name, t] : f.tensors)
+          if (name == tensor) t.values[7] = value;
+      });
+      REQUIRE_THROWS_WITH(load_pretrained(*b, path),
+                          Catch::Contains("pretrained weights " + path) && Catch::Contains(tensor + " " + said) &&
+                              Catch::Contains("running variances finite and >= 0"));
+    }
+  }
+  SECTION("a training checkpoint: export it first") {
+    REQUIRE_THROWS_WITH(load_pretrained(*b, fixture.dir / "a.ckpt"),
+                        Catch::Contains(fixture.dir / "a.ckpt" + " is a lockstep training checkpoint") &&
+                            Catch::Contains("export it first (lockstep export " + fixture.dir / "a.ckpt") &&
+                            !Catch::Contains("momentum.conv1.weight"));
+  }
+  SECTION("a FIFO is refused unread, never waited on") {
+    REQUIRE(::mkfifo((dir / "w.fifo").c_str(), 0600) == 0);
+    REQUIRE_THROWS_WITH(load_pretrained(*b, dir / "w.fifo"), Catch::Contains("not a regular file"));
   }
   SECTION("a truncated file") {
     fs::copy_file(exported, dir / "cut.safetensors");
@@ -274,7 +337,7 @@ TEST_CASE("export refuses a checkpoint of a model that is not torchvision's", "[
   info.class_names = class_names(3);
   save_checkpoint(dir / "c.ckpt", *model, info);
   REQUIRE_THROWS_WITH(export_state_dict(read_checkpoint(dir / "c.ckpt"), dir / "c.ckpt", StateDictNames::torchvision,
-                                        dir / "out.safetensors"),
+                                        InputPreprocessing{}, dir / "out.safetensors"),
                       Catch::Contains(dir / "c.ckpt") && Catch::Contains("not 'resnet20'"));
   REQUIRE_FALSE(fs::exists(dir / "out.safetensors"));
 }

@@ -16,7 +16,7 @@
 #include "data/loader.h"
 #include "layers/models.h"
 #include "training/checkpoint.h"
-#include "training/checkpoint_lock.h"
+#include "training/output_lock.h"
 #include "training/output_files.h"
 #include "training/safetensors.h"
 #include "training/trainer.h"
@@ -163,22 +163,22 @@ TEST_CASE("the checkpoint lock refuses a second writer, naming the first's proce
   const std::string path = dir / "ck.safetensors";
   write_text(dir / "ck.safetensors.tmp-999999-0", "left by a run killed mid-write");
   {
-    CheckpointLock first(path);
+    OutputLock first(path, "--checkpoint");
     REQUIRE(read_text(first.lock_path()) == "lockstep pid " + std::to_string(::getpid()) + "\n");
     REQUIRE_FALSE(fs::exists(dir / "ck.safetensors.tmp-999999-0"));
     // flock locks belong to an open file: a second open conflicts even in one process.
-    REQUIRE_THROWS_WITH(CheckpointLock(path), Contains("checkpoint " + path) &&
+    REQUIRE_THROWS_WITH(OutputLock(path, "--checkpoint"), Contains("checkpoint " + path) &&
                                                   Contains("another lockstep run (process " +
                                                            std::to_string(::getpid()) + ","));
   }
   REQUIRE_FALSE(fs::exists(dir / "ck.safetensors.lock"));
-  { CheckpointLock again(path); }  // released with the first
+  { OutputLock again(path, "--checkpoint"); }  // released with the first
 
   write_text(dir / "ck.safetensors.lock", "someone else's file");
-  REQUIRE_THROWS_WITH(CheckpointLock(path), Contains("not a lockstep lock file"));
+  REQUIRE_THROWS_WITH(OutputLock(path, "--checkpoint"), Contains("not a lockstep lock file"));
   REQUIRE(read_text(dir / "ck.safetensors.lock") == "someone else's file");
   write_text(dir / "ck.safetensors.lock", "lockstep pid 12345\n");  // left by a killed run: taken over
-  { CheckpointLock taken(path); }
+  { OutputLock taken(path, "--checkpoint"); }
 }
 
 TEST_CASE("class names and settings of any bytes survive a checkpoint", "[checkpoint][reliability]") {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "data/loader.h"
 #include "base/error.h"
@@ -45,15 +46,17 @@ struct Run {
 
 // Trains mlp on the quadrants for `epochs` epochs; `tweak` may change the trainer before it runs.
 Run train(int64_t epochs, float lr, const std::string& checkpoint = "",
-          const std::function<void(Trainer&)>& tweak = {}) {
+          const std::function<void(Trainer&)>& tweak = {}, const std::string& model = "mlp",
+          const std::function<void(ReplicaManager&)>& tweak_replicas = {}) {
   data::LoaderConfig lc;
   lc.batch_size = 16;
   lc.seed = 3;
   data::Loader loader(quadrants(160, 1), lc);
   auto test = data::make_eval_loader(quadrants(40, 2), 16, loader.normalization(), 1);
-  std::string spec = model_spec("mlp", loader.sample_shape(), 4, {.dropout = false});
+  std::string spec = model_spec(model, loader.sample_shape(), 4, {.dropout = false});
   ReplicaManager replicas([&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, 5); },
                           {Device::cpu()});
+  if (tweak_replicas) tweak_replicas(replicas);
   TrainerConfig config;
   config.epochs = epochs;
   config.schedule.base_lr = lr;
@@ -120,6 +123,36 @@ TEST_CASE("a run that diverges before its first checkpoint says none was written
                       Catch::Contains("the loss became") && Catch::Contains("no checkpoint was written") &&
                           !Catch::Contains("last good checkpoint"));
   REQUIRE_FALSE(std::filesystem::exists(ck));
+}
+
+TEST_CASE("running statistics that are not usable are never saved, named by tensor", "[trainer]") {
+  // Training normalises by each batch's own statistics, so a NaN running
+  // mean or a negative running variance never shows in the loss: before,
+  // they were saved, and eval and predict ran on them.
+  for (const auto& [which, value, said] :
+       {std::tuple<std::string, float, std::string>{"running_mean", std::nanf(""), "holds NaN"},
+        {"running_var", -1e30f, "holds a negative variance"}}) {
+    DYNAMIC_SECTION(which) {
+      data_test::TempDir dir;
+      const std::string ck = dir / "ck.safetensors";
+      auto poison = [&, which = which, value = value](ReplicaManager& replicas) {
+        Model& model = replicas.model(0);
+        for (const ParamEntry& e : model.state_entries()) {
+          if (e.name.size() < which.size() || e.name.compare(e.name.size() - which.size(), which.size(), which) != 0)
+            continue;
+          std::vector<float> values = model.state_arena().view(e.offset, e.shape).to_vector();
+          values[0] = value;
+          model.state_arena().view(e.offset, e.shape).copy_from(Tensor::from_vector(e.shape, values));
+          return;
+        }
+        FAIL("no " << which << " in the model");
+      };
+      REQUIRE_THROWS_WITH(train(1, 0.05f, ck, {}, "small-cnn", poison),
+                          Catch::Contains("the running statistics are no longer usable after step 10") &&
+                              Catch::Contains("." + which + " " + said) && Catch::Contains("no checkpoint was written"));
+      REQUIRE_FALSE(std::filesystem::exists(ck));
+    }
+  }
 }
 
 TEST_CASE("two trainers on two threads give the results each gives alone", "[trainer]") {

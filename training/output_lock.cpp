@@ -1,4 +1,4 @@
-#include "training/checkpoint_lock.h"
+#include "training/output_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -29,19 +29,19 @@ bool is_lock_text(const std::string& text) { return text.empty() || text.rfind(k
 
 }  // namespace
 
-CheckpointLock::CheckpointLock(const std::string& checkpoint_path) : lock_path_(checkpoint_path + ".lock") {
+OutputLock::OutputLock(const std::string& path, const std::string& option) : lock_path_(path + ".lock") {
   // A holder removes its lock file before releasing the lock, so a run may
   // lock a file that is no longer linked: it then tries again with the new one.
   for (int attempt = 0; fd_ < 0; ++attempt) {
     LS_CHECK(attempt < 100, "cannot lock ", lock_path_, ": it keeps being replaced");
     const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    LS_CHECK(fd >= 0, "cannot create the lock file ", lock_path_, " of --checkpoint ", checkpoint_path, ": ",
+    LS_CHECK(fd >= 0, "cannot create the lock file ", lock_path_, " of ", option, " ", path, ": ",
              std::strerror(errno));
     struct stat held {}, named {};
     if (::fstat(fd, &held) != 0 || !S_ISREG(held.st_mode) || !is_lock_text(contents(fd))) {
       ::close(fd);
-      LS_FAIL(lock_path_, " exists and is not a lockstep lock file; lockstep keeps the lock of --checkpoint ",
-              checkpoint_path, " there: move that file away");
+      LS_FAIL(lock_path_, " exists and is not a lockstep lock file; lockstep keeps the lock of ", option, " ", path,
+              " there: move that file away");
     }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
@@ -50,8 +50,8 @@ CheckpointLock::CheckpointLock(const std::string& checkpoint_path) : lock_path_(
       if (error == EWOULDBLOCK) {
         holder = holder.rfind(kTag, 0) == 0 ? holder.substr(std::strlen(kTag)) : std::string("unknown");
         while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-        LS_FAIL("checkpoint ", checkpoint_path, " is being written by another lockstep run (process ", holder,
-                ", lock file ", lock_path_, "); wait for it to end, stop it, or choose another --checkpoint");
+        LS_FAIL(option, " ", path, " is being written by another lockstep run (process ", holder, ", lock file ",
+                lock_path_, "); wait for it to end, stop it, or choose another ", option);
       }
       LS_FAIL("cannot lock ", lock_path_, ": ", std::strerror(error));
     }
@@ -68,12 +68,12 @@ CheckpointLock::CheckpointLock(const std::string& checkpoint_path) : lock_path_(
     ::close(fd_);
     LS_FAIL("cannot write the lock file ", lock_path_, ": ", std::strerror(error));
   }
-  // Only a run holding this lock writes the checkpoint: any temporary file of
-  // it now is a dead run's.
-  remove_stale_temporaries(checkpoint_path);
+  // Only a run holding this lock writes the file: any temporary file of it
+  // now is a dead run's.
+  remove_stale_temporaries(path);
 }
 
-CheckpointLock::~CheckpointLock() {
+OutputLock::~OutputLock() {
   ::unlink(lock_path_.c_str());
   ::close(fd_);  // releases the lock
 }

@@ -49,6 +49,9 @@ struct TrainSettings {
   std::string init;             // pretrained weights (safetensors state dict) a tv-* model starts from; not saved
   std::string metrics;
   std::string augment;          // "none", "crop-flip" or "random-resized-crop"
+  // Where GPU replicas' batches are augmented: "gpu" (they cross as bytes)
+  // or "cpu" (the loader's threads). Not saved: the values are the same.
+  std::string augment_on = "gpu";
   // dataset (the training set's mean and std per channel), imagenet
   // (ImageNet's, which pretrained weights expect) or none. Empty until
   // resolved once the data is open: imagenet with --init on RGB data,

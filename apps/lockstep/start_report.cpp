@@ -32,9 +32,12 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
     std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(resume_info.batch_in_epoch),
                 static_cast<long long>(trainer.step()));
-  if (devices[0].is_cuda())
+  if (devices[0].is_cuda() && s.augment_on == "gpu")
     std::printf("training batches cross to the GPU%s as bytes; crop, flip and normalisation run there\n",
                 devices.size() == 1 ? "" : "s");
+  else if (devices[0].is_cuda())
+    std::printf("training batches are augmented by the loader's threads and cross to the GPU%s as floats "
+                "(--augment-on cpu)\n", devices.size() == 1 ? "" : "s");
   std::fflush(stdout);
 }
 

@@ -89,7 +89,7 @@ bool resolve_normalize(TrainSettings& s, const TrainData& d) {
 
 Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus) {
   data::LoaderConfig loader_config;
-  loader_config.augment_on_device = on_gpus;
+  loader_config.augment_on_device = on_gpus && s.augment_on == "gpu";
   loader_config.batch_size = s.batch;
   loader_config.seed = s.seed;
   loader_config.threads = s.threads;

@@ -103,6 +103,12 @@ TrainFlags::TrainFlags(CLI::App& command) : command_(command) {
                   "eval and predict take the centred 87.5%)")
       ->check(CLI::IsMember({"none", "crop-flip", "random-resized-crop"}));
   command
+      .add_option("--augment-on", values_.augment_on,
+                  "GPU training: gpu (the default: batches cross as bytes and are cropped, flipped and "
+                  "normalised there) or cpu (the loader's threads do it and send floats, four times the "
+                  "bytes); the same values either way. CPU replicas always augment in the loader")
+      ->check(CLI::IsMember({"gpu", "cpu"}));
+  command
       .add_option("--normalize", values_.normalize,
                   "dataset (the training set's mean and std per channel), imagenet (ImageNet's RGB mean "
                   "and std, what pretrained weights expect) or none. Default: imagenet with --init on "

@@ -34,6 +34,7 @@
 
 #include "base/error.h"
 #include "bench/support/args.h"
+#include "bench/support/machine.h"
 #include "bench/support/median.h"
 #include "distributed/replica_manager.h"
 #include "kernels/cpu/thread_pool.h"
@@ -197,7 +198,11 @@ int main(int argc, char** argv) {
     // The last round's details (phases, loss), with the step time of all rounds.
     ours["step_seconds_median"] = bench::median(ours_medians);
     ours["images_per_second"] = double(o.batch) / bench::median(ours_medians);
-    json result{{"benchmark", "cpu_step"}, {"rounds", rounds}, {"lockstep", ours}};
+    const bench::CpuMachine machine = bench::read_cpu_machine();
+    json result{{"benchmark", "cpu_step"},
+                {"machine", bench::machine_json(machine)},
+                {"rounds", rounds},
+                {"lockstep", ours}};
     if (o.peer) {
       peer["step_seconds_median"] = bench::median(peer_medians);
       peer["images_per_second"] = double(o.batch) / bench::median(peer_medians);
@@ -227,6 +232,7 @@ int main(int argc, char** argv) {
     row("lockstep", ours["step_seconds_median"].get<double>(), ratio);
     if (o.peer)
       row("PyTorch " + peer["torch_version"].get<std::string>(), peer["step_seconds_median"].get<double>(), "");
+    std::printf("\n%s\n", bench::machine_line(machine).c_str());
     const json& ph = ours["phase_seconds_mean"];
     std::printf("\nlockstep phases (mean): forward %.1f ms, backward %.1f ms, update %.1f ms\n",
                 ph["forward"].get<double>() * 1e3, ph["backward"].get<double>() * 1e3,

@@ -45,6 +45,7 @@
 #include "data/random.h"
 #include "base/error.h"
 #include "bench/support/args.h"
+#include "bench/support/machine.h"
 #include "bench/support/photo_folder.h"
 #include "data/cache_file.h"
 
@@ -390,8 +391,11 @@ json photo_rows(const Options& o) {
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
   if (o.photos_only) {
-    const json report = {{"bench", "loader"}, {"hardware_threads", std::thread::hardware_concurrency()},
+    const bench::CpuMachine machine = bench::read_cpu_machine();
+    const json report = {{"bench", "loader"}, {"machine", bench::machine_json(machine)},
+                         {"hardware_threads", std::thread::hardware_concurrency()},
                          {"repeat", o.repeat}, {"photo_rows", photo_rows(o)}};
+    std::printf("\n%s\n", bench::machine_line(machine).c_str());
     std::ofstream(o.json_path) << report.dump(2) << "\n";
     std::printf("\nwrote %s\n", o.json_path.c_str());
     return 0;
@@ -491,7 +495,9 @@ int main(int argc, char** argv) try {
                   c.at("images_per_s").get<double>(), pil_cpu_us(c), draft ? " | 1.00x |" : " 1.00x | |");
     }
 
+  const bench::CpuMachine machine = bench::read_cpu_machine();
   json report = {{"bench", "loader"},
+                 {"machine", bench::machine_json(machine)},
                  {"hardware_threads", std::thread::hardware_concurrency()},
                  {"jpeg_images", o.images},
                  {"jpeg_epochs", o.epochs},
@@ -499,6 +505,7 @@ int main(int argc, char** argv) try {
                  {"results", rows}};
   if (o.peer) report["peer"] = peer;
   if (o.photos > 0) report["photo_rows"] = photo_rows(o);
+  std::printf("\n%s\n", bench::machine_line(machine).c_str());  // under the last table
   std::ofstream(o.json_path) << report.dump(2) << "\n";
   std::printf("\nwrote %s\n", o.json_path.c_str());
   return 0;

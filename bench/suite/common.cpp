@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "bench/support/machine.h"
 #include "runtime/memory_format_option.h"
 #include "layers/models.h"
 
@@ -163,14 +164,7 @@ int cpu_threads(const Options& o) {
 }
 
 json machine_info() {
-  std::string cpu_model = "unknown";
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu_model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
+  json machine = machine_json(read_cpu_machine());
   json gpus = json::array();
   for (const GpuInfo& g : cuda_devices())
     gpus.push_back({{"index", g.index},
@@ -179,11 +173,10 @@ json machine_info() {
                     {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)}});
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  return json{{"cpu_model", cpu_model},
-              {"cores", std::thread::hardware_concurrency()},
-              {"memory_bytes", static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE)},
-              {"hostname", host},
-              {"gpus", gpus}};
+  machine["memory_bytes"] = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  machine["hostname"] = host;
+  machine["gpus"] = gpus;
+  return machine;
 }
 
 json version_info() {

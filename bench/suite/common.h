@@ -69,7 +69,8 @@ std::string shape_text(const Shape& shape);  // "3x32x32" of [3, 32, 32]
 // Threads for CPU math: --threads, or every hardware thread.
 int cpu_threads(const Options& o);
 
-// CPU model, cores, memory and GPUs of this machine.
+// CPU model, cores, kernel flags and overrides (bench/support/machine.h),
+// memory and GPUs of this machine.
 json machine_info();
 // backend_versions(), the lockstep version, the git commit of the source
 // tree (when it is a git checkout), compiler and OpenBLAS build.

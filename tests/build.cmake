@@ -14,3 +14,12 @@ foreach(t OptionalPackages.test_a_broken_onednn_package_is_left_out_with_a_notic
   set_tests_properties(build.${t} PROPERTIES LABELS build TIMEOUT 300
     ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_CMAKE=${CMAKE_COMMAND}")
 endforeach()
+
+# scripts/stage-budget, which scripts/test runs as each stage ends.
+foreach(t test_a_stage_within_its_share_passes test_a_stage_over_its_share_fails_naming_its_slowest_tests_first
+          test_the_shares_sum_to_forty_minutes_and_every_stage_has_one test_off_turns_the_check_off)
+  add_test(NAME build.StageBudget.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/build/test_stage_budget.py
+           StageBudget.${t})
+  set_tests_properties(build.StageBudget.${t} PROPERTIES LABELS build TIMEOUT 60
+    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endforeach()

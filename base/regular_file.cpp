@@ -10,6 +10,15 @@
 #include "base/error.h"
 
 namespace lockstep {
+namespace {
+
+// A link whose target is not there (stat failed with ENOENT, lstat finds the link).
+bool dangling_link(const std::string& path, int stat_error) {
+  struct stat link {};
+  return stat_error == ENOENT && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+}
+
+}  // namespace
 
 std::string errno_reason(int error) { return std::error_code(error, std::generic_category()).message(); }
 
@@ -27,8 +36,7 @@ std::string not_a_file_reason(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
     const int error = errno;
-    struct stat link {};
-    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) return "is a link to nothing (dangling)";
+    if (dangling_link(path, error)) return "is a link to nothing (dangling)";
     if (error == ENOENT) return "is not there (no such file)";
     return "cannot be read (" + errno_reason(error) + ")";
   }
@@ -40,7 +48,9 @@ int open_regular_file(const std::string& path, const std::string& what, uint64_t
   // O_NONBLOCK: open() on a FIFO would otherwise wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    LS_FAIL(what, " ", path, ": cannot open (", errno_reason(errno), ")");
+    const int error = errno;
+    LS_CHECK(!dangling_link(path, error), what, " ", path, ": is a link to nothing (dangling)");
+    LS_FAIL(what, " ", path, ": cannot open (", errno_reason(error), ")");
   }
   struct stat info {};
   if (::fstat(fd, &info) != 0) {

@@ -79,6 +79,23 @@ class CliInputs(CliTestCase):
         self.assertIn(dangling, r.stdout + r.stderr)
         self.assertIn(device, r.stdout + r.stderr)
 
+    def test_predict_names_a_fifo_or_a_dangling_link_in_a_folder_instead_of_leaving_it_out(self):
+        # Before: "folder ... holds no images", the two left out without a word.
+        data = self.photos(per_class=1)
+        checkpoint = self.path("ck")
+        r = run(["train"] + MLP + ["--epochs", "1", "--input", "1x8x8", "--test-fraction", "0", "--data", data,
+                                   "--checkpoint", checkpoint], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        fifo = os.path.join(data, "cat", "pipe.png")
+        dangling = os.path.join(data, "cat", "gone.png")
+        os.mkfifo(fifo)
+        os.symlink(self.path("nowhere.png"), dangling)
+        r = run(["predict", "--checkpoint", checkpoint, data], self.tmp, timeout=HANG)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("image " + fifo + ": is a FIFO (named pipe), not a regular file", r.stderr)
+        self.assertIn("image " + dangling + ": is a link to nothing (dangling)", r.stderr)
+        self.assertIn("0.png", r.stdout)
+
     def test_a_cache_budget_that_is_not_a_number_is_refused(self):
         # Before: --cache-mb nan became the default budget, a quarter of the memory.
         idx = self.path("idx")

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -18,11 +17,14 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "base/error.h"
 #include "base/folder_sync.h"
+#include "base/regular_file.h"
 #include "data/image_folder.h"
+#include "data/loader_threads.h"
 
 namespace lockstep::data {
 namespace fs = std::filesystem;
@@ -245,37 +247,76 @@ std::string joined(const std::vector<std::string>& parts, size_t max_listed = 5)
   return out;
 }
 
-// ---- the mapped file ----
+// ---- the open file ----
 
-struct Mapping {
+// A cache file held open while a run reads it. Its header, metadata, labels
+// and checksums are read into memory once; each sample's pixels are read with
+// pread from the descriptor, never through a memory mapping: a mapped file
+// that another program truncates kills the reader with SIGBUS, where a read
+// only comes back short. A writer that renames a new cache over the path
+// leaves this descriptor on the old file, which stays whole; one that writes
+// into the file itself (a truncation, a copy over it) changes its size or
+// modification time, which every read compares (`check_unchanged`).
+struct OpenCache {
   std::string path;
-  const uint8_t* data = nullptr;
-  size_t size = 0;
+  int fd = -1;
+  uint64_t size = 0;
+  struct timespec modified {};
   Header header;
   json meta;
   std::vector<std::string> class_names;
   std::string source, command;
+  std::vector<uint8_t> labels, sums;
   // Samples whose checksum has passed. Checked at a sample's first read, not
   // on every read: after the first epoch the reads are this file's whole
   // point, and a CRC-32 of each sample costs far more than its conversion.
-  // The mapping is read-only and writers replace the file by renaming, never
-  // in place, so a sample read once reads the same bytes again.
+  // A sample read once reads the same bytes again while the file's size and
+  // modification time stay as they were when it was opened.
   std::unique_ptr<std::atomic<uint8_t>[]> checked;
-  ~Mapping() {
-    if (data) ::munmap(const_cast<uint8_t*>(data), size);
+  ~OpenCache() {
+    if (fd >= 0) ::close(fd);
   }
-  int32_t label(int64_t sample) const {
-    return static_cast<int32_t>(get_u32(data + header.labels.offset + 4 * static_cast<uint64_t>(sample)));
+  int32_t label(int64_t sample) const { return static_cast<int32_t>(get_u32(&labels[4 * static_cast<size_t>(sample)])); }
+  uint32_t sum(int64_t sample) const { return get_u32(&sums[4 * static_cast<size_t>(sample)]); }
+
+  // Throws, naming the file and what changed, when another program has
+  // written into it since it was opened.
+  void check_unchanged(const std::string& reading) const {
+    struct stat now {};
+    LS_CHECK(::fstat(fd, &now) == 0, "cache file ", path, ": cannot read its status while reading ", reading, " (",
+             errno_reason(errno), ")");
+    const uint64_t now_size = static_cast<uint64_t>(now.st_size);
+    LS_CHECK(now_size >= size, "cache file ", path, " was cut short while this run read it (", now_size,
+             " bytes now, ", size, " when it was opened): another program truncated it or copied a file over it. ",
+             "The checkpoint of the last epoch stays: rebuild the cache with lockstep cache, then --resume. ",
+             "To replace a cache a run is reading, write a new one and rename it over the old");
+    LS_CHECK(now_size == size && now.st_mtim.tv_sec == modified.tv_sec && now.st_mtim.tv_nsec == modified.tv_nsec,
+             "cache file ", path, " changed while this run read it (",
+             now_size == size ? "modified since it was opened"
+                              : std::to_string(now_size) + " bytes now, " + std::to_string(size) + " when it was opened",
+             "): another program wrote into it or copied a file over it. The checkpoint of the last epoch stays: ",
+             "rebuild the cache with lockstep cache, then --resume. To replace a cache a run is reading, write a new one "
+             "and rename it over the old");
   }
-  uint32_t sum(int64_t sample) const { return get_u32(data + header.sums.offset + 4 * static_cast<uint64_t>(sample)); }
-  const uint8_t* pixels(int64_t sample) const {
-    return data + header.pixels_offset + static_cast<uint64_t>(sample) * header.sample_bytes;
+
+  // `count` bytes at `offset`, or the error of a file that changed.
+  void read_at(uint8_t* out, size_t count, uint64_t offset, const std::string& reading) const {
+    size_t filled = 0;
+    while (filled < count) {
+      const ssize_t got = ::pread(fd, out + filled, count - filled, static_cast<off_t>(offset + filled));
+      if (got < 0 && errno == EINTR) continue;
+      LS_CHECK(got >= 0, "cache file ", path, ": cannot read ", reading, " (", errno_reason(errno), ")");
+      if (got == 0) break;
+      filled += static_cast<size_t>(got);
+    }
+    check_unchanged(reading);
+    LS_CHECK(filled == count, "cache file ", path, ": ", reading, " lies past its end (damaged)");
   }
 };
 
 class CacheFileDataset final : public Dataset {
 public:
-  CacheFileDataset(std::shared_ptr<const Mapping> map, int64_t first, int64_t count, Shape shape, std::string part)
+  CacheFileDataset(std::shared_ptr<const OpenCache> map, int64_t first, int64_t count, Shape shape, std::string part)
       : map_(std::move(map)), first_(first), count_(count), shape_(shape), part_(std::move(part)) {}
 
   int64_t size() const override { return count_; }
@@ -285,15 +326,17 @@ public:
   int32_t label(int64_t index) const override { return map_->label(first_ + index); }
   void read_pixels(int64_t index, uint8_t* out) const override {
     const int64_t sample = first_ + index;
-    const uint8_t* bytes = map_->pixels(sample);
-    const size_t n = static_cast<size_t>(map_->header.sample_bytes);
-    std::atomic<uint8_t>& checked = map_->checked[sample];
+    const OpenCache& file = *map_;
+    const uint64_t n = file.header.sample_bytes;
+    file.read_at(out, static_cast<size_t>(n), file.header.pixels_offset + static_cast<uint64_t>(sample) * n,
+                 "the pixels of sample " + std::to_string(sample));
+    std::atomic<uint8_t>& checked = file.checked[sample];
     if (!checked.load(std::memory_order_acquire)) {
-      LS_CHECK(crc(bytes, n) == map_->sum(sample), "cache file ", map_->path, ": the pixels of sample ", sample, " (",
-               sample_name(index), ") fail their checksum: the file is damaged; rebuild it: ", map_->command);
+      LS_CHECK(crc(out, static_cast<size_t>(n)) == file.sum(sample), "cache file ", file.path,
+               ": the pixels of sample ", sample, " (", sample_name(index),
+               ") fail their checksum: the file is damaged; rebuild it: ", file.command);
       checked.store(1, std::memory_order_release);
     }
-    std::memcpy(out, bytes, n);
   }
   // Reads are cheap, yet the folder loader's normalisation samples the set
   // as for a folder read from disk: said alike so the statistics are equal.
@@ -306,24 +349,23 @@ public:
   }
 
 private:
-  std::shared_ptr<const Mapping> map_;
+  std::shared_ptr<const OpenCache> map_;
   int64_t first_, count_;
   Shape shape_;
   std::string part_;
 };
 
-std::shared_ptr<Mapping> map_cache_file(const std::string& path) {
+std::shared_ptr<OpenCache> open_cache(const std::string& path) {
   const std::string rebuild = "; rebuild it with lockstep cache";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  LS_CHECK(fd >= 0, "cache file ", path, ": cannot open (", errno_text(), ")");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  auto m = std::make_shared<OpenCache>();
+  m->path = path;
+  uint64_t size = 0;
+  m->fd = open_regular_file(path, "cache file", size);  // a FIFO or a device is refused, not waited on
+  const int fd = m->fd;
   struct stat info {};
   LS_CHECK(::fstat(fd, &info) == 0, "cache file ", path, ": cannot read (", errno_text(), ")");
-  LS_CHECK(S_ISREG(info.st_mode), "cache file ", path, ": not a regular file");
-  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  m->size = size;
+  m->modified = info.st_mtim;
   uint8_t head[kHeaderBytes] = {};
   const ssize_t got = ::pread(fd, head, kHeaderBytes, 0);
   LS_CHECK(got >= 0, "cache file ", path, ": cannot read (", errno_text(), ")");
@@ -334,8 +376,6 @@ std::shared_ptr<Mapping> map_cache_file(const std::string& path) {
            ": not a lockstep cache file (it does not begin with \"lockstep-cache\"); make one with lockstep cache");
   LS_CHECK(static_cast<size_t>(got) == kHeaderBytes, "cache file ", path, ": cut short: ", got,
            " bytes, less than its ", kHeaderBytes, "-byte header", rebuild);
-  auto m = std::make_shared<Mapping>();
-  m->path = path;
   Header& h = m->header;
   h.version = get_u32(head + 16);
   LS_CHECK(h.version == kCacheFileVersion, "cache file ", path, ": format version ", h.version,
@@ -365,17 +405,18 @@ std::shared_ptr<Mapping> map_cache_file(const std::string& path) {
                h.pixels_size % h.sample_bytes == 0 && h.labels.size == h.pixels_size / h.sample_bytes * 4 &&
                h.sums.size == h.labels.size && h.labels.offset % 4 == 0 && h.sums.offset % 4 == 0,
            "cache file ", path, ": its sections do not agree (damaged)", rebuild);
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  LS_CHECK(data != MAP_FAILED, "cache file ", path, ": cannot map ", size, " bytes (", errno_text(), ")");
-  m->data = static_cast<const uint8_t*>(data);
-  m->size = size;
-  for (int i = 0; i < 3; ++i)
-    LS_CHECK(crc(m->data + sections[i]->offset, sections[i]->size) == sections[i]->crc, "cache file ", path, ": its ",
-             names[i], " fail their checksum (damaged)", rebuild);
+  std::vector<uint8_t> metadata;
+  std::vector<uint8_t>* held[] = {&metadata, &m->labels, &m->sums};
+  for (int i = 0; i < 3; ++i) {
+    held[i]->resize(static_cast<size_t>(sections[i]->size));
+    m->read_at(held[i]->data(), held[i]->size(), sections[i]->offset, std::string("its ") + names[i]);
+    LS_CHECK(crc(held[i]->data(), held[i]->size()) == sections[i]->crc, "cache file ", path, ": its ", names[i],
+             " fail their checksum (damaged)", rebuild);
+  }
   const int64_t samples = static_cast<int64_t>(h.labels.size / 4);
   m->checked = std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(samples));
   try {
-    m->meta = json::parse(m->data + h.metadata.offset, m->data + h.metadata.offset + h.metadata.size);
+    m->meta = json::parse(metadata.begin(), metadata.end());
     const json& meta = m->meta;
     for (const json& name : meta.at("class_names")) m->class_names.push_back(json_text(name));
     m->source = json_text(meta.at("source"));
@@ -415,7 +456,7 @@ std::shared_ptr<Mapping> map_cache_file(const std::string& path) {
 // The changes of the folder since the cache was written, each naming the
 // file; empty when there are none, or when the folder is not there (the
 // cache then stands in for it).
-std::vector<std::string> folder_changes(const Mapping& m) {
+std::vector<std::string> folder_changes(const OpenCache& m) {
   std::error_code ec;
   if (!fs::is_directory(m.source, ec)) return {};
   std::map<std::string, FileStamp> now = list_folder(m.source);
@@ -439,7 +480,7 @@ std::vector<std::string> folder_changes(const Mapping& m) {
   return changes;
 }
 
-DataSets make_sets(const std::shared_ptr<Mapping>& m) {
+DataSets make_sets(const std::shared_ptr<OpenCache>& m) {
   const json& meta = m->meta;
   const auto input = meta.at("input").get<std::vector<int64_t>>();
   const Shape shape{input[0], input[1], input[2]};
@@ -464,6 +505,25 @@ void pwrite_all(int fd, const uint8_t* data, size_t size, uint64_t offset, const
     data += n;
     size -= static_cast<size_t>(n);
     offset += static_cast<uint64_t>(n);
+  }
+}
+
+// `size` bytes at `from` copied to `to` in the same file, in chunks taken
+// from the end when they move towards it: no byte is written over before it
+// is read.
+void move_in_file(int fd, uint64_t from, uint64_t to, uint64_t size, const std::string& path) {
+  std::vector<uint8_t> chunk(size_t{1} << 20);
+  for (uint64_t done = 0; done < size;) {
+    const uint64_t n = std::min<uint64_t>(chunk.size(), size - done);
+    const uint64_t at = to > from ? size - done - n : done;
+    for (uint64_t got = 0; got < n;) {
+      const ssize_t r = ::pread(fd, chunk.data() + got, n - got, static_cast<off_t>(from + at + got));
+      if (r < 0 && errno == EINTR) continue;
+      LS_CHECK(r > 0, "cache file ", path, ": cannot read back its pixels (", r < 0 ? errno_text() : "cut short", ")");
+      got += static_cast<uint64_t>(r);
+    }
+    pwrite_all(fd, chunk.data(), n, to + at, path);
+    done += n;
   }
 }
 
@@ -529,7 +589,7 @@ std::string cache_command(const std::string& folder, const DataOptions& o, bool 
 bool is_cache_file(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO swapped in is not waited on
   if (fd < 0) return false;
   char head[sizeof kMagic] = {};
   const ssize_t got = ::pread(fd, head, sizeof head, 0);
@@ -581,37 +641,59 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
     }
   }
   const int64_t samples = static_cast<int64_t>(paths.size());
-  const int64_t train_count = sets.train->size();
-  json skipped = json::array();
-  for (const BadFile& bad : sets.skipped.files)
-    skipped.push_back(json::array({text_json(bad.path), text_json(bad.message)}));
   const std::string command =
       write.command.empty() ? cache_command(source, options, sets.split, output) : write.command;
   json class_names = json::array();
   for (const std::string& name : sets.train->class_names()) class_names.push_back(text_json(name));
-  const json meta{{"format", "lockstep decoded-image cache"},
-                  {"input", {shape[0], shape[1], shape[2]}},
-                  {"options", options_json(options)},
-                  {"source", text_json(source)},
-                  {"class_names", class_names},
-                  {"split", sets.split},
-                  {"train", train_count},
-                  {"test", samples - train_count},
-                  {"files", files},
-                  {"sample_files", sample_files},
-                  {"command", text_json(command)},
-                  {"skipped", skipped}};
-  const std::string meta_text = meta.dump();
-
-  Header h;
-  h.metadata = {kHeaderBytes, meta_text.size(),
-                crc(reinterpret_cast<const uint8_t*>(meta_text.data()), meta_text.size())};
-  h.labels = {round_up(h.metadata.offset + h.metadata.size, 8), labels.size(), crc(labels.data(), labels.size())};
-  h.sums = {h.labels.offset + h.labels.size, labels.size(), 0};
-  h.pixels_offset = round_up(h.sums.offset + h.sums.size, kPixelAlign);
-  h.sample_bytes = sample_bytes;
-  h.pixels_size = sample_bytes * static_cast<uint64_t>(samples);
-  h.file_size = h.pixels_offset + h.pixels_size;
+  // Images whose decoding fails under --skip-bad-images are left out (`kept`
+  // 0) and told with those the folder's check left out: the layout below is
+  // made from the samples kept, once all are decoded.
+  std::vector<uint8_t> kept(static_cast<size_t>(samples), 1);
+  BadFiles skipped = sets.skipped;
+  int64_t train_count = sets.train->size();
+  std::string meta_text;
+  std::vector<uint8_t> kept_labels;
+  const auto lay_out = [&]() {
+    json kept_files = json::array();
+    kept_labels.clear();
+    int64_t kept_samples = 0;
+    train_count = 0;
+    for (int64_t i = 0; i < samples; ++i) {
+      if (!kept[static_cast<size_t>(i)]) continue;
+      kept_files.push_back(sample_files[static_cast<size_t>(i)]);
+      kept_labels.insert(kept_labels.end(), &labels[4 * i], &labels[4 * i] + 4);
+      ++kept_samples;
+      if (i < sets.train->size()) ++train_count;
+    }
+    json skipped_json = json::array();
+    for (const BadFile& bad : skipped.files)
+      skipped_json.push_back(json::array({text_json(bad.path), text_json(bad.message)}));
+    meta_text = json{{"format", "lockstep decoded-image cache"},
+                     {"input", {shape[0], shape[1], shape[2]}},
+                     {"options", options_json(options)},
+                     {"source", text_json(source)},
+                     {"class_names", class_names},
+                     {"split", sets.split},
+                     {"train", train_count},
+                     {"test", kept_samples - train_count},
+                     {"files", files},
+                     {"sample_files", kept_files},
+                     {"command", text_json(command)},
+                     {"skipped", skipped_json}}
+                    .dump();
+    Header h;
+    h.metadata = {kHeaderBytes, meta_text.size(),
+                  crc(reinterpret_cast<const uint8_t*>(meta_text.data()), meta_text.size())};
+    h.labels = {round_up(h.metadata.offset + h.metadata.size, 8), kept_labels.size(),
+                crc(kept_labels.data(), kept_labels.size())};
+    h.sums = {h.labels.offset + h.labels.size, kept_labels.size(), 0};
+    h.pixels_offset = round_up(h.sums.offset + h.sums.size, kPixelAlign);
+    h.sample_bytes = sample_bytes;
+    h.pixels_size = sample_bytes * static_cast<uint64_t>(kept_samples);
+    h.file_size = h.pixels_offset + h.pixels_size;
+    return h;
+  };
+  const uint64_t pixels_at = lay_out().pixels_offset;  // where the pixels go while they are decoded
 
   const fs::path out_path(output);
   std::error_code ec;
@@ -619,7 +701,7 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
   WriterLock lock(output);
   remove_leftovers(output);
   const std::string temp = output + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   LS_CHECK(fd >= 0, "cache file ", output, ": cannot create ", temp, " (", errno_text(), ")");
   // Whatever stops the writing removes the temporary file: the old cache stays.
   struct TempFile {
@@ -632,41 +714,77 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
     }
   } guard{fd, temp};
 
-  std::vector<uint8_t> start(h.pixels_offset, 0);  // header, metadata, labels, sums: filled in at the end
-  std::memcpy(&start[h.metadata.offset], meta_text.data(), meta_text.size());
-  std::memcpy(&start[h.labels.offset], labels.data(), labels.size());
-  pwrite_all(fd, start.data(), start.size(), 0, temp);
-
-  std::vector<uint8_t> sums(labels.size());
+  std::vector<uint8_t> sums;
   const int threads = std::max(1, write.threads);
+  check_loader_threads(threads, "lockstep cache: decoding threads");
   const int64_t batch = std::max<int64_t>(64, 16 * threads);
   std::vector<uint8_t> pixels;
+  uint64_t written = 0;  // samples whose pixels are in the file
   for (int64_t first = 0; first < samples; first += batch) {
     const int64_t count = std::min(batch, samples - first);
     pixels.assign(static_cast<size_t>(count) * sample_bytes, 0);
     std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
-    std::vector<std::thread> workers;
-    for (int t = 0; t < threads; ++t)
-      workers.emplace_back([&, t] {
-        try {
-          for (int64_t i = t; i < count; i += threads)
-            decode_image(paths[first + i], shape[0], shape[1], shape[2], &pixels[i * sample_bytes],
-                         options.max_image_pixels, crops[first + i]);
-        } catch (...) {
-          errors[t] = std::current_exception();
-        }
-      });
-    for (std::thread& w : workers) w.join();
+    std::vector<std::string> failures(static_cast<size_t>(count));
+    try {
+      // jthreads: when one cannot start, those started are joined as the
+      // vector goes and the error is told (a joinable std::thread would end
+      // the process in std::terminate).
+      std::vector<std::jthread> workers;
+      for (int t = 0; t < threads; ++t)
+        workers.emplace_back([&, t] {
+          try {
+            for (int64_t i = t; i < count; i += threads) {
+              try {
+                decode_image(paths[first + i], shape[0], shape[1], shape[2], &pixels[i * sample_bytes],
+                             options.max_image_pixels, crops[first + i]);
+              } catch (const Error& e) {
+                if (!options.skip_bad_images) throw;
+                failures[static_cast<size_t>(i)] = e.what();
+              }
+            }
+          } catch (...) {
+            errors[t] = std::current_exception();
+          }
+        });
+    } catch (const std::system_error& e) {
+      LS_FAIL("lockstep cache: cannot start ", threads, " decoding threads (", e.what(), "); give fewer --threads");
+    }
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
-    for (int64_t i = 0; i < count; ++i) put_u32(&sums[4 * (first + i)], crc(&pixels[i * sample_bytes], sample_bytes));
-    pwrite_all(fd, pixels.data(), pixels.size(), h.pixels_offset + static_cast<uint64_t>(first) * sample_bytes, temp);
+    // The kept samples of the batch, one after the other.
+    uint64_t batch_kept = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (!failures[static_cast<size_t>(i)].empty()) {
+        kept[static_cast<size_t>(first + i)] = 0;
+        skipped.add(paths[first + i], failures[static_cast<size_t>(i)]);
+        continue;
+      }
+      if (batch_kept != static_cast<uint64_t>(i))
+        std::memmove(&pixels[batch_kept * sample_bytes], &pixels[i * sample_bytes], sample_bytes);
+      sums.resize(sums.size() + 4);
+      put_u32(&sums[sums.size() - 4], crc(&pixels[batch_kept * sample_bytes], sample_bytes));
+      ++batch_kept;
+    }
+    pwrite_all(fd, pixels.data(), batch_kept * sample_bytes, pixels_at + written * sample_bytes, temp);
+    written += batch_kept;
     if (write.progress) write.progress(first + count, samples);
   }
+  LS_CHECK(written > 0, "lockstep cache: no image of ", folder, " could be decoded (", skipped.summary(), ")");
+  Header h = lay_out();
+  if (h.pixels_offset != pixels_at) {
+    // Images left out changed the metadata's size: the pixels move to where the final layout puts them.
+    move_in_file(fd, pixels_at, h.pixels_offset, h.pixels_size, temp);
+    LS_CHECK(::ftruncate(fd, static_cast<off_t>(h.file_size)) == 0, "cache file ", output, ": cannot cut ", temp,
+             " to its size (", errno_text(), ")");
+  }
   h.sums.crc = crc(sums.data(), sums.size());
-  pwrite_all(fd, sums.data(), sums.size(), h.sums.offset, temp);
+  std::vector<uint8_t> start(h.pixels_offset, 0);  // header, metadata, labels, sums
   const std::vector<uint8_t> header = encode_header(h);
-  pwrite_all(fd, header.data(), header.size(), 0, temp);
+  std::memcpy(start.data(), header.data(), header.size());
+  std::memcpy(&start[h.metadata.offset], meta_text.data(), meta_text.size());
+  std::memcpy(&start[h.labels.offset], kept_labels.data(), kept_labels.size());
+  std::memcpy(&start[h.sums.offset], sums.data(), sums.size());
+  pwrite_all(fd, start.data(), start.size(), 0, temp);
   LS_CHECK(::fsync(fd) == 0, "cache file ", output, ": cannot flush ", temp, " to disk (", errno_text(), ")");
   LS_CHECK(::close(fd) == 0, "cache file ", output, ": cannot close ", temp, " (", errno_text(), ")");
   guard.fd = -1;
@@ -676,16 +794,16 @@ CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions&
   sync_folder_of(output);  // the rename survives a crash once the folder is flushed too
   CacheWriteSummary summary;
   summary.path = output;
-  summary.samples = samples;
+  summary.samples = static_cast<int64_t>(written);
   summary.train = train_count;
-  summary.test = samples - train_count;
+  summary.test = summary.samples - train_count;
   summary.bytes = static_cast<int64_t>(h.file_size);
-  summary.skipped = sets.skipped;
+  summary.skipped = skipped;
   return summary;
 }
 
 CacheMadeWith read_cache_options(const std::string& path) {
-  const std::shared_ptr<Mapping> m = map_cache_file(path);
+  const std::shared_ptr<OpenCache> m = open_cache(path);
   const json& made = m->meta.at("options");
   CacheMadeWith out;
   out.channels = made.at("channels").get<int64_t>();
@@ -698,7 +816,7 @@ CacheMadeWith read_cache_options(const std::string& path) {
 }
 
 DataSets open_cache_file(const std::string& path, const DataOptions& options) {
-  const std::shared_ptr<Mapping> m = map_cache_file(path);
+  const std::shared_ptr<OpenCache> m = open_cache(path);
   const bool has_test = m->meta.at("test").get<int64_t>() > 0;
   const std::vector<std::string> differ =
       option_differences(m->meta.at("options"), options, m->meta.at("split").get<bool>(), has_test,
@@ -714,9 +832,13 @@ DataSets open_cache_file(const std::string& path, const DataOptions& options) {
 
 std::optional<DataSets> open_cache_beside(const std::string& folder, const DataOptions& options, std::string& note) {
   const std::string path = default_cache_path(folder);
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  const std::shared_ptr<Mapping> m = map_cache_file(path);
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
+  // A FIFO, a device or a dangling link of that name is not read (a FIFO would block), nor passed over.
+  const std::string not_a_file = not_a_file_reason(path);
+  LS_CHECK(not_a_file.empty(), "cache file ", path, " (found beside ", folder, ") ", not_a_file,
+           ": remove it to read the folder (or make a cache there with lockstep cache)");
+  const std::shared_ptr<OpenCache> m = open_cache(path);
   const bool has_test = m->meta.at("test").get<int64_t>() > 0;
   const std::vector<std::string> differ =
       option_differences(m->meta.at("options"), options, m->meta.at("split").get<bool>(), has_test,

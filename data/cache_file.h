@@ -1,6 +1,7 @@
 #pragma once
 // The decoded-image cache file: an image folder decoded once, at one input
-// size, into a file that is memory-mapped and trained from. Its samples are
+// size, into a file that is trained from (read with pread: see OpenCache in
+// cache_file.cpp for why not a mapping). Its samples are
 // the bytes the folder loader's decode and resize give (decode_image with the
 // same options), in the same order, with the same labels and the same
 // train/test split, so training from the cache equals training from the folder.
@@ -18,7 +19,7 @@
 //       72     4  labels CRC-32            76  4  0
 //       80     8  sample-sums offset       88  8  sample-sums size (4 per sample)
 //       96     4  sample-sums CRC-32      100  4  0
-//      104     8  pixels offset (a multiple of 4096, for mmap)
+//      104     8  pixels offset (a multiple of 4096: page-aligned reads)
 //      112     8  pixels size (samples x bytes per sample)
 //      120     8  bytes per sample (C*H*W)
 //
@@ -100,7 +101,8 @@ struct CacheWriteSummary {
 };
 
 // Decodes the image folder at `folder` as open_dataset(folder, options) opens
-// it and writes the cache file. Throws lockstep::Error naming the file when
+// it and writes the cache file. Under options.skip_bad_images an image that
+// fails only while decoding is left out too, and told in `skipped`. Throws lockstep::Error naming the file when
 // another writer holds the lock, when the folder is not an image folder, or
 // when writing fails (the temporary file is then removed; the old cache stays).
 CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions& options,

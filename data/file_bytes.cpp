@@ -7,54 +7,19 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <system_error>
 
 #include "base/error.h"
+#include "base/regular_file.h"
 
 namespace lockstep::data {
 namespace {
 
-// errno through error_code: strerror is not thread-safe, and loader threads read side by side.
-std::string errno_reason(int error) { return std::error_code(error, std::generic_category()).message(); }
-
 std::string size_text(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
-
-// An open descriptor of the regular file `path` and its size. Opened without
-// blocking: open() on a FIFO would otherwise wait for a writer.
-int open_regular(const std::string& path, const std::string& what, uint64_t& size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    LS_FAIL(what, " ", path, ": cannot open (", errno_reason(errno), ")");
-  }
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    const int error = errno;
-    ::close(fd);
-    LS_FAIL(what, " ", path, ": cannot read its status (", errno_reason(error), ")");
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    LS_FAIL(what, " ", path, ": is ", file_kind(info.st_mode), ", not a regular file");
-  }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  size = info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0;
-  return fd;
-}
 
 }  // namespace
 
-std::string file_kind(unsigned mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISREG(mode)) return "a regular file";
-  return "not a regular file";
-}
-
 FileReader::FileReader(const std::string& path, const std::string& what) : path_(path), what_(what) {
-  const int fd = open_regular(path, what, size_on_disk_);
+  const int fd = open_regular_file(path, what, size_on_disk_);
   gzFile file = gzdopen(fd, "rb");
   if (file == nullptr) {
     ::close(fd);
@@ -118,7 +83,7 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, const std::string&
 void read_plain_file(const std::string& path, std::vector<uint8_t>& bytes, const std::string& what,
                      uint64_t max_bytes) {
   uint64_t size = 0;
-  const int fd = open_regular(path, what, size);
+  const int fd = open_regular_file(path, what, size);
   if (size > max_bytes) {
     ::close(fd);
     LS_FAIL(what, " ", path, ": ", size_text(size), ", more than the limit of ", size_text(max_bytes));

@@ -55,7 +55,4 @@ void read_plain_file(const std::string& path, std::vector<uint8_t>& bytes, const
 // True when `path` exists and is a regular file (following links).
 bool is_file(const std::string& path);
 
-// "a folder", "a FIFO (named pipe)", "a character device", ... for a stat mode.
-std::string file_kind(unsigned mode);
-
 }  // namespace lockstep::data

@@ -19,6 +19,7 @@
 #include "data/image_resize.h"
 #include "data/jpeg_decode.h"
 #include "base/error.h"
+#include "base/regular_file.h"
 #include "kernels/augment_math.h"
 
 namespace lockstep::data {
@@ -76,7 +77,9 @@ void walk_images(const fs::path& dir, std::vector<FolderId>& ancestors, std::vec
       ancestors.push_back(*id);
       walk_images(path, ancestors, images);
       ancestors.pop_back();
-    } else if (it->is_regular_file(ec) && is_image_file_name(path.filename().string())) {
+    } else if (is_image_file_name(path.filename().string())) {
+      // Whatever its kind (a dangling link, a device, a FIFO): check_header
+      // tells it, so no image-named entry is left out without a word.
       images.push_back(path.string());
     }
   }
@@ -103,6 +106,9 @@ std::vector<std::string> list_images(const fs::path& root, const fs::path& class
 // file. stb_image reads only the start of the file; a JPEG that it refuses
 // (arithmetic coding, 12 bits) is read whole and asked of libjpeg-turbo.
 std::string check_header(const std::string& path, int64_t max_pixels) {
+  // The kind first: stb_image would block on a FIFO and read /dev/zero without end.
+  const std::string not_a_file = not_a_file_reason(path);
+  if (!not_a_file.empty()) return "image " + path + " " + not_a_file;
   if (is_zero_byte(path)) return "zero-byte image " + path;
   int w = 0, h = 0, n = 0;
   if (stbi_info(path.c_str(), &w, &h, &n)) return pixel_limit_problem(path, w, h, max_pixels);

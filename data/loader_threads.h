@@ -1,7 +1,18 @@
 #pragma once
-// How many loader threads a training process starts when it is not told.
+// How many loader threads a training process starts when it is not told,
+// and how many it may be told to start.
+#include <string>
 
 namespace lockstep::data {
+
+// The most loader or decoding threads one process starts: far more than the
+// cores of any machine, far fewer than a process's thread limit (about 32,000
+// here), whose exhaustion would only be met after thousands had started.
+inline constexpr int kMaxLoaderThreads = 1024;
+
+// Throws naming `option` ("--threads") when `threads` is below 1 or above
+// kMaxLoaderThreads: checked before any thread or buffer is made.
+void check_loader_threads(int threads, const std::string& option);
 
 // `cores`: the host's cores; `processes_on_host`: the training processes
 // sharing them; `gpu_replicas`: this process's GPU replicas (0 on the CPU).

@@ -1,9 +1,10 @@
 # End-to-end tests of the lockstep program, one CTest entry per test method,
 # labelled cpu: tests/cli/test_cli.py reads Debian's Fashion-MNIST;
 # tests/cli/test_cli_outputs.py (what train writes and checks before training),
-# tests/cli/test_cli_data.py (a checkpoint's data found again) and
-# tests/cli/test_cli_weights.py (--init and export) make their own small data
-# sets.
+# tests/cli/test_cli_data.py (a checkpoint's data found again),
+# tests/cli/test_cli_weights.py (--init and export) and
+# tests/cli/test_cli_inputs.py (what a hostile user hands over: FIFOs, links,
+# counts, a cache cut while it is read) make their own small data sets.
 # Every test method of each script is registered (a method added to a
 # script is a CTest entry at the next configure, which the script's change
 # triggers), so no test can sit in a script unrun.
@@ -28,3 +29,4 @@ lockstep_cli_tests(test_cli_arguments.py CliArguments)
 lockstep_cli_tests(test_cli_data.py CliData)
 lockstep_cli_tests(test_cli_cache.py CliCache)
 lockstep_cli_tests(test_cli_weights.py CliWeights)
+lockstep_cli_tests(test_cli_inputs.py CliInputs)

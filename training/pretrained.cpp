@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/regular_file.h"
 #include "training/classes_text.h"
 #include "training/metadata_text.h"
 #include "training/replaced_file.h"
@@ -103,11 +104,9 @@ StateDictNames parse_state_dict_names(const std::string& text, const std::string
 }
 
 PretrainedWeights read_pretrained(const std::string& path) {
-  std::error_code ec;
-  LS_CHECK(std::filesystem::exists(path, ec), "pretrained weights ", path, ": no such file");
-  // Before any byte is read: a FIFO would block the read, a folder fail it obscurely.
-  LS_CHECK(std::filesystem::is_regular_file(path, ec), "pretrained weights ", path,
-           " are not a regular file (a folder, device, FIFO or socket)");
+  // Its kind before any byte is read: the pickle sniffing below would block on a FIFO.
+  const std::string not_a_file = not_a_file_reason(path);
+  LS_CHECK(not_a_file.empty(), "pretrained weights ", path, " ", not_a_file, "; give a safetensors file of weights");
   refuse_pickle(path);
   PretrainedWeights weights{path, {}};
   try {

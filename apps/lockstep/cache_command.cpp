@@ -1,5 +1,5 @@
 // `lockstep cache`: an image folder decoded once into a cache file
-// (data/cache_file.h) that `lockstep train --data` memory-maps, or finds
+// (data/cache_file.h) that `lockstep train --data` reads, or finds
 // beside the folder by itself.
 #include <chrono>
 #include <cstdio>
@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "data/cache_file.h"
+#include "data/loader_threads.h"
 #include "progress.h"
 #include "setup.h"
 #include "training/output_files.h"
@@ -16,6 +17,7 @@
 namespace lockstep::app {
 
 int run_cache(const CacheSettings& s) {
+  if (s.threads != 0) data::check_loader_threads(s.threads, "--threads");  // 0: one per core
   data::DataOptions options = sample_options(s.input, s.augment, s.skip_bad_images, s.max_image_pixels, s.seed);
   options.test_fraction = s.test_fraction;
   const std::string data = std::filesystem::absolute(s.data).lexically_normal().string();

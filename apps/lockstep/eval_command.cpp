@@ -4,11 +4,13 @@
 // the processes sum them, and the first process alone prints and plots.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "commands.h"
 #include "confusion_plot.h"
 #include "data_check.h"
 #include "data/loader.h"
+#include "data/loader_threads.h"
 #include "training/checkpoint.h"
 #include "distributed/world.h"
 #include "base/error.h"
@@ -26,11 +28,32 @@ namespace lockstep::app {
 
 namespace {
 
+// True when both paths lead to the same file or folder (whatever links or relative paths say).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return !a.empty() && !b.empty() && std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// Throws naming the data, the shapes and the remedy when the data's samples
+// are not what the model takes.
+void check_sample_shape(const Shape& data, const Shape& model, const std::string& data_path) {
+  if (data == model) return;
+  const bool channels_differ = data.rank() == 3 && model.rank() == 3 && data[0] != model[0];
+  LS_FAIL("the data at ", data_path, " has samples of ", data.str(), ", and the checkpoint's model takes ",
+          model.str(),
+          channels_differ ? " (" + std::to_string(data[0]) + " channel" + (data[0] == 1 ? "" : "s") + " against " +
+                                std::to_string(model[0]) + ")"
+                          : std::string(),
+          ": evaluate it on data of that shape (an image folder is resized and converted to the model's input "
+          "by itself), or train a model on this data");
+}
+
 int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   LoadedCheckpoint ck = read_checkpoint(s.checkpoint);
   const auto& extra = ck.info.extra;
   auto meta = [&](const char* key) { return checkpoint_setting(extra, key); };
   LS_CHECK(s.batch >= 1, "--batch must be at least 1, got ", s.batch);
+  data::check_loader_threads(s.threads, "--threads");
 
   data::DataOptions options;
   options.max_image_pixels = s.max_image_pixels;
@@ -53,7 +76,19 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   std::string data_path = s.data;
   data::DataSets sets;
   if (data_path.empty() && !meta("test_data").empty()) data_path = meta("test_data");
-  if (!data_path.empty()) {
+  const bool trained_folder = !s.data.empty() && meta("test_data").empty() && same_file(s.data, meta("data"));
+  if (trained_folder) {
+    // The folder the run split into training and test: its held-out part,
+    // split as the run split it, never the images the model trained on.
+    sets = data::open_dataset(data_path, options);
+    if (sets.split && (!world || world->rank() == 0))
+      std::fprintf(stderr,
+                   "notice: --data %s is the folder the checkpoint trained on: evaluating its %lld held-out images "
+                   "only (--test-fraction %g, --seed %llu), not the %lld it trained on\n",
+                   data_path.c_str(), static_cast<long long>(sets.test ? sets.test->size() : 0),
+                   options.test_fraction, static_cast<unsigned long long>(ck.info.seed),
+                   static_cast<long long>(sets.train->size()));
+  } else if (!data_path.empty()) {
     sets = data::open_test_dataset(data_path, options, ck.info.class_names);
   } else {
     data_path = !meta("data").empty() ? meta("data") : data::default_data_path();
@@ -75,8 +110,6 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   if (!s.plot.empty())
     check_picture_output(s.plot, "--plot", {{s.checkpoint, "--checkpoint"}, {data_path, "--data"}}, s.force);
   const data::Normalization norm = checkpoint_normalization(extra);
-  auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads, s.skip_bad_images);
-
   std::vector<Device> devices = resolve_devices(s.devices, 1, true);
   std::string spec = ck.info.model_spec;
   ModelFactory factory = [&](Device d) -> std::unique_ptr<Model> { return build_model_from_spec(spec, d, 0); };
@@ -96,10 +129,11 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
   if (s.precision.empty() && !meta("memory_format").empty() && devices[0].is_cuda())
     replica_options.context.memory_format = parse_memory_format(meta("memory_format"), "the checkpoint's memory format");
   ReplicaManager replicas(factory, devices, replica_options);
-  LS_CHECK(loader->num_classes() == replicas.model(0).num_classes(), "the data at ", data_path, " has ",
-           loader->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());
-  LS_CHECK(loader->sample_shape() == replicas.model(0).input_shape(), "the data at ", data_path, " has samples of ",
-           loader->sample_shape().str(), ", the checkpoint's model takes ", replicas.model(0).input_shape().str());
+  // Before the loader is made: its own check of the normalisation would name neither the data nor the model.
+  LS_CHECK(sets.test->num_classes() == replicas.model(0).num_classes(), "the data at ", data_path, " has ",
+           sets.test->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());
+  check_sample_shape(sets.test->sample_shape(), replicas.model(0).input_shape(), data_path);
+  auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads, s.skip_bad_images);
   load_into(replicas.model(0), ck, s.checkpoint);
   replicas.broadcast_from_first();
 

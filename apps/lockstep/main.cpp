@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
 
   CacheSettings cache;
   CLI::App* cache_cmd = app.add_subcommand(
-      "cache", "decode an image folder once into a cache file that train memory-maps (docs/training.md)");
+      "cache", "decode an image folder once into a cache file that train reads (docs/training.md)");
   cache_cmd->add_option("data", cache.data, "image folder (class sub-folders, or train/ beside test/)")->required();
   cache_cmd->add_option("--input", cache.input, "CxHxW the images are resized to, as train's --input")->required();
   cache_cmd->add_option("-o,--output", cache.output,

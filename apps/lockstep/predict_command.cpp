@@ -38,7 +38,9 @@ std::vector<std::string> expand_images(const std::vector<std::string>& args) {
         if (it->is_directory(ec)) it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file(ec) && data::is_image_file_name(name)) found.push_back(it->path().string());
+      // Any image-named entry that is not a folder, whatever its kind (a FIFO, a
+      // dangling link): its load names what is wrong, rather than it being left out.
+      if (!it->is_directory(ec) && data::is_image_file_name(name)) found.push_back(it->path().string());
     }
     LS_CHECK(!ec, "predict: cannot read folder ", arg, " (", ec.message(), ")");
     LS_CHECK(!found.empty(), "predict: folder ", arg, " holds no images (.jpg, .jpeg, .png, .bmp, .gif)");

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/printable.h"
+#include "data/loader_threads.h"
 #include "layers/models.h"
 
 namespace lockstep::app {
@@ -29,7 +30,7 @@ void validate(const TrainSettings& s) {
   LS_CHECK(s.clip_grad_norm >= 0.0f && std::isfinite(s.clip_grad_norm),
            "--clip-grad-norm must be a non-negative number (0: off), got ", s.clip_grad_norm);
   LS_CHECK(s.warmup_epochs >= 0.0, "--warmup-epochs must not be negative, got ", s.warmup_epochs);
-  LS_CHECK(s.threads >= 1, "--threads must be at least 1, got ", s.threads);
+  data::check_loader_threads(s.threads, "--threads");
   LS_CHECK(s.augment == "none" || s.augment == "crop-flip" || s.augment == "random-resized-crop", "--augment ",
            s.augment, ": expected none, crop-flip or random-resized-crop");
   LS_CHECK(s.label_smoothing >= 0.0f && s.label_smoothing < 1.0f, "--label-smoothing ", s.label_smoothing,
@@ -40,6 +41,9 @@ void validate(const TrainSettings& s) {
            "--backbone-lr-scale ", s.backbone_lr_scale, " trains the layers before it too: give one of the two");
   LS_CHECK(s.normalize.empty() || s.normalize == "dataset" || s.normalize == "imagenet" || s.normalize == "none",
            "--normalize ", s.normalize, ": expected dataset, imagenet or none");
+  // Not given: -1, a quarter of the memory. NaN compares false to every bound, so it is named here.
+  LS_CHECK(!s.given.contains("--cache-mb") || (std::isfinite(s.cache_mb) && s.cache_mb >= 0.0),
+           "--cache-mb must be a number of MiB, 0 or more (0: decode every epoch), got ", s.cache_mb);
   LS_CHECK(s.max_image_pixels >= 1, "--max-image-pixels must be at least 1, got ", s.max_image_pixels);
   LS_CHECK(s.test_fraction >= 0.0 && s.test_fraction < 1.0, "--test-fraction must lie in [0, 1), got ",
            s.test_fraction);

@@ -3,6 +3,7 @@
 // refused with the file named.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -279,6 +280,42 @@ TEST_CASE("cache file: a cut, damaged or foreign file is refused naming it", "[d
     for (int i = 0; i < 4; ++i) other[20 + i] = static_cast<uint8_t>(sum >> (8 * i));
     data_test::write_bytes(bad, other);
     require_contains(error_of([&] { open_dataset(bad, options(8)); }), {bad, "version 9", "version 1"});
+  }
+}
+
+// Reads go through pread on the descriptor opened, never a mapping: a cache
+// truncated under a mapped reader killed it with SIGBUS (exit 135, no word).
+TEST_CASE("cache file: a file cut or written over while it is read stops the reads naming it", "[data][data-cache]") {
+  const CachedFolder cached;
+  const std::string& cache = cached.cache;
+  const uint64_t pixels_offset = le64(cached.bytes, 104);
+  const DataSets sets = open_dataset(cache, options(8));
+  const std::vector<float> first = read(*sets.train, 0);
+
+  SECTION("cut short") {
+    REQUIRE(::truncate(cache.c_str(), static_cast<off_t>(pixels_offset)) == 0);
+    require_contains(error_of([&] { read(*sets.train, 1); }),
+                     {cache, "cut short while this run read it", "bytes now", "rename it over the old"});
+    require_contains(error_of([&] { read(*sets.train, 0); }), {cache, "cut short"});  // one read before too
+  }
+  SECTION("another cache of the same size copied into it") {
+    std::vector<uint8_t> other = cached.bytes;
+    other[pixels_offset] ^= 0x10;
+    const int fd = ::open(cache.c_str(), O_WRONLY | O_CLOEXEC);  // in place, as cp writes
+    REQUIRE(fd >= 0);
+    REQUIRE(::pwrite(fd, other.data(), other.size(), 0) == static_cast<ssize_t>(other.size()));
+    // A second later, as a copy made after the open would be: the clock's tick is coarser than a test.
+    const struct timespec later[2] = {{0, UTIME_OMIT}, {::time(nullptr) + 1, 0}};
+    REQUIRE(::futimens(fd, later) == 0);
+    ::close(fd);
+    require_contains(error_of([&] { read(*sets.train, 0); }),
+                     {cache, "changed while this run read it", "modified since it was opened"});
+  }
+  SECTION("a new cache renamed over it: the file opened is read on, whole") {
+    const std::string other = cached.dir / "other.cache";
+    data_test::write_bytes(other, std::vector<uint8_t>(64, 7));
+    REQUIRE(::rename(other.c_str(), cache.c_str()) == 0);
+    REQUIRE(read(*sets.train, 0) == first);
   }
 }
 

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import struct
 import subprocess
 import sys
@@ -681,38 +682,52 @@ class Cli(unittest.TestCase):
         # tv-resnet18 trained on five Fashion-MNIST classes, exported, then
         # trained for 20 steps on the other five (40 images each): from the
         # export, with the backbone frozen or not, it beats 20 steps from
-        # scratch (measured: 45% from scratch, 59% fine-tuned, 67% frozen).
+        # scratch. One run of each is a noisy experiment: after 20 steps from
+        # scratch the accuracy hangs on the seed and on the machine's
+        # rounding (seed 3 gave 42% on one Intel Xeon and 59.6% on another
+        # kind, where fine-tuning gave 57.6% and 55.8%). So each arm runs
+        # with seeds 1, 2 and 3 (initialisation of the new classifier and the
+        # data order) and the medians are compared. Measured on an Intel Xeon
+        # (AVX-512), seeds 1-5: from scratch 25-51% (median 42), fine-tuned
+        # 52-58% (56), frozen 50-59% (53); from an export whose backbone was
+        # never trained, fine-tuning is no better than scratch.
         self.need_pil()
         five, other = self.path("five"), self.path("other")
         write_fashion_classes(five, "train", [0, 1, 5, 7, 8], 500)
         write_fashion_classes(os.path.join(other, "train"), "train", [2, 3, 4, 6, 9], 40)
         write_fashion_classes(os.path.join(other, "test"), "t10k", [2, 3, 4, 6, 9], 100)
-        base = ["train", "--devices", "cpu", "--model", "tv-resnet18", "--input", "1x28x28", "--augment", "none",
-                "--seed", "3"]
+        base = ["train", "--devices", "cpu", "--model", "tv-resnet18", "--input", "1x28x28", "--augment", "none"]
         pretrained = self.path("five.safetensors")
-        r = run(base + ["--data", five, "--epochs", "3", "--batch", "32", "--lr", "0.05", "--checkpoint", pretrained],
-                self.tmp)
+        r = run(base + ["--seed", "3", "--data", five, "--epochs", "3", "--batch", "32", "--lr", "0.05",
+                        "--checkpoint", pretrained], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         weights = self.path("five-tv.safetensors")
         self.assertEqual(run(["export", pretrained, weights], self.tmp).returncode, 0)
 
-        def fine_tune(name, *args):
-            ck = self.path(name + ".safetensors")
-            r = run(base + ["--data", other, "--epochs", "2", "--batch", "20", "--checkpoint", ck] + list(args),
-                    self.tmp)
+        def fine_tune(name, seed, *args):
+            ck = self.path("%s-%d.safetensors" % (name, seed))
+            r = run(base + ["--seed", str(seed), "--data", other, "--epochs", "2", "--batch", "20", "--checkpoint", ck]
+                    + list(args), self.tmp)
             self.assertEqual(r.returncode, 0, r.stderr)
             accuracy = float(re.search(r"^all +([0-9.]+)%", r.stdout, re.M).group(1))
             return r, ck, accuracy
 
-        _, _, scratch = fine_tune("scratch", "--lr", "0.02")
-        r, _, tuned = fine_tune("tuned", "--lr", "0.02", "--init", weights)
-        # As many classes as the export, but others: the classifier starts afresh.
-        self.assertIn("the classifier fc was re-initialised: the file's 5 classes are others (Bag, Sandal, "
-                      "Sneaker, T-shirt, Trouser)", r.stdout)
-        r, frozen_ck, frozen = fine_tune("frozen", "--lr", "0.1", "--init", weights, "--freeze-backbone")
-        self.assertIn("backbone frozen: the classifier alone trains", r.stdout)
-        self.assertGreater(tuned, scratch + 5.0)
-        self.assertGreater(frozen, scratch + 5.0)
+        seeds = (1, 2, 3)
+        scratch, tuned, frozen = [], [], []
+        for seed in seeds:
+            scratch.append(fine_tune("scratch", seed, "--lr", "0.02")[2])
+            r, _, accuracy = fine_tune("tuned", seed, "--lr", "0.02", "--init", weights)
+            tuned.append(accuracy)
+            # As many classes as the export, but others: the classifier starts afresh.
+            self.assertIn("the classifier fc was re-initialised: the file's 5 classes are others (Bag, Sandal, "
+                          "Sneaker, T-shirt, Trouser)", r.stdout)
+            r, frozen_ck, accuracy = fine_tune("frozen", seed, "--lr", "0.1", "--init", weights, "--freeze-backbone")
+            frozen.append(accuracy)
+            self.assertIn("backbone frozen: the classifier alone trains", r.stdout)
+        said = "accuracy over seeds %s: from scratch %s, fine-tuned %s, frozen %s" % (seeds, scratch, tuned, frozen)
+        self.assertGreater(statistics.median(tuned), statistics.median(scratch) + 5.0, said)
+        self.assertGreater(statistics.median(frozen), statistics.median(scratch) + 5.0, said)
+        frozen = frozen[-1]  # the last frozen run's, whose checkpoint is frozen_ck
 
         # Frozen: every tensor but the classifier is the export's, running statistics included.
         frozen_export = self.path("frozen-tv.safetensors")

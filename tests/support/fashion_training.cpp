@@ -44,13 +44,13 @@ const FashionSubset& fashion_subset(int64_t steps) {
 }
 
 double accuracy_after_training(const std::string& name, Precision precision, Device device, int64_t steps,
-                               int64_t test_samples) {
+                               int64_t test_samples, uint64_t seed) {
   const FashionSubset& data = fashion_subset(steps);
   REQUIRE(int64_t(data.train.size()) >= steps);
   REQUIRE((test_samples % 250 == 0 && test_samples / 250 <= int64_t(data.test.size())));
   ReplicaOptions options;
   options.context.precision = precision;
-  ReplicaManager replicas(named_model(name, Shape{1, 28, 28}, ModelOptions{.dropout = false}, 5), {device}, options);
+  ReplicaManager replicas(named_model(name, Shape{1, 28, 28}, ModelOptions{.dropout = false}, seed), {device}, options);
   const SgdConfig sgd{0.9f, 5e-4f, false};
   for (int64_t step = 0; step < steps; ++step)
     replicas.train_step(data.train[step], 0.05f * float(steps - step) / float(steps), sgd);

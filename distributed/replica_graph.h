@@ -43,9 +43,9 @@ public:
   bool captured() const { return graph_ != nullptr; }
   void keep(std::unique_ptr<StepGraph> graph, TrainStepResult result);
   void launch(Context& ctx) { graph_->launch(ctx); }
-  StepMetrics metrics() const { return result_.metrics(); }
-  // The captured step left no loss to read back (an empty slice): the caller waits itself.
-  bool reads_back() const { return static_cast<bool>(result_.read_back); }
+  // What the captured step returned: its read-back reads what each launch
+  // wrote (none: an empty slice, and the caller waits itself).
+  const TrainStepResult& result() const { return result_; }
 
 private:
   int64_t global_ = -1;

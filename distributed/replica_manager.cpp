@@ -12,8 +12,8 @@
 #include "base/error.h"
 #include "distributed/gradient_buckets.h"
 #include "distributed/replica_graph.h"
+#include "distributed/step_clock.h"
 #include "ops/augment.h"
-#include "runtime/host_syncs.h"
 
 namespace lockstep {
 
@@ -127,6 +127,7 @@ ReplicaManager::ReplicaManager(const ModelFactory& factory, const std::vector<De
     r.ctx->make_current();
     r.model = factory(r.device);
     LS_CHECK(r.model != nullptr, "the model factory returned no model for ", r.device.str());
+    r.model->set_label_smoothing(options_.label_smoothing);
     r.buckets = make_gradient_buckets(r.model->arenas(), options_.bucket_bytes, options_.first_bucket_bytes);
   });
   broadcast_from_first();
@@ -210,7 +211,7 @@ void ReplicaManager::plan_step(const HostBatch& batch) {
     {
       RehearsalGroup rehearsal(r.group->size());
       GroupSwap swap(*r.ctx, &rehearsal);
-      const StepInfo info{options_.seed, step_, slice.offset, nullptr, options_.label_smoothing};
+      const StepInfo info{options_.seed, step_, slice.offset, nullptr};
       r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), nullptr);
       // Alone (no communicator): the combination's buffers, no collective.
       r.running_stats.run(*r.model, *r.ctx, nullptr, r.rank, 1.0);
@@ -228,36 +229,6 @@ void ReplicaManager::reset_phase_times() {
   times_ = {};
 }
 
-// What every replica's share of one training step needs.
-struct ReplicaManager::StepArgs {
-  const HostBatch& batch;
-  const HostBatch* next;  // the following step's batch, copied ahead on GPUs
-  float lr;
-  const SgdConfig& sgd;
-  uint64_t step;
-  int64_t global;   // samples in the global batch
-  int n;            // replicas in the world
-  bool graphs;      // replay from CUDA graphs (graphs_in_use, a sample on every replica)
-};
-
-// One replica's queued device work and the time marks around it.
-struct ReplicaManager::QueuedStep {
-  TrainStepResult result;
-  int compute_end_mark = -1, update_mark = -1;
-};
-
-// Where a replica's step started: its first time mark, and the host
-// synchronisations its thread had made (where the build counts them).
-struct ReplicaManager::StepStart {
-  int data_mark = -1;
-  std::optional<uint64_t> syncs;
-
-  // The step's synchronisations so far, added before its one read-back.
-  void count_syncs(PhaseTimes& times) const {
-    if (syncs) times.host_syncs = times.host_syncs.value_or(0) + (*host_synchronizations_on_this_thread() - *syncs);
-  }
-};
-
 StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const SgdConfig& sgd, const HostBatch* next) {
   const int64_t global = batch.count;
   LS_CHECK(global > 0, "train_step on an empty batch");
@@ -266,15 +237,14 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   LS_CHECK(!batch.raw_pixels() || (batch.draws.defined() && batch.draws.dim(0) >= global && batch.mean.defined() &&
                                    batch.stddev.defined()),
            "a batch of u8 pixels needs a draw per sample and the mean and std to augment them with (HostBatch)");
-  const int n = global_size();
   // A replica without samples runs no layer, so it could not take part in
   // the synchronised statistics of each BN layer.
-  LS_CHECK(!options_.context.sync_batch_norm || global >= n, "synchronised batch norm needs a sample per replica: a ",
-           "batch of ", global, " over ", n, " replicas");
+  LS_CHECK(!options_.context.sync_batch_norm || global >= global_size(), "synchronised batch norm needs a sample ",
+           "per replica: a batch of ", global, " over ", global_size(), " replicas");
   plan_step(batch);
   // A CUDA graph needs graphs_in_use() and a sample on every replica.
-  const StepArgs args{batch, next, lr, sgd, step_, global, n, graphs_in_use() && global >= n};
-  run_on_all([&](Replica& r) { replica_step(r, args); });
+  const bool graphs = graphs_in_use() && global >= global_size();
+  run_on_all([&](Replica& r) { replica_step(r, batch, next, lr, sgd, graphs); });
   ++step_;
   times_ = replicas_[0]->times;
   for (auto& r : replicas_)
@@ -284,106 +254,82 @@ StepMetrics ReplicaManager::train_step(const HostBatch& batch, float lr, const S
   return sum_over_processes(total);
 }
 
-void ReplicaManager::replica_step(Replica& r, const StepArgs& a) {
-  const Slice slice = replica_slice(a.global, a.n, global_rank(r.rank));
-  // Nothing in the step waits for the device before the read-back at its
-  // end (with sync_timing, the drains it asks for): counted where the build can.
-  StepStart start;
-  start.syncs = host_synchronizations_on_this_thread();
-  const std::optional<uint64_t> launches_at_start = host_launches_on_this_thread();
-  r.ctx->clear_marks();
-  start.data_mark = r.ctx->mark_time();
-  const auto [images, labels] = stage_slice(r, a, slice);
+// One replica's share of a training step, top to bottom. The step's device
+// work (queue_device_work) is queued eagerly, or captured once into the
+// replica's CUDA graph and replayed from it; either way the step waits for
+// the device once, at its end, to read its metrics back.
+void ReplicaManager::replica_step(Replica& r, const HostBatch& batch, const HostBatch* next, float lr,
+                                  const SgdConfig& sgd, bool graphs) {
+  const Slice slice = replica_slice(batch.count, global_size(), global_rank(r.rank));
+  StepClock clock(*r.ctx);
+  const auto [images, labels] = stage_slice(r, batch, next, slice);
+  TrainStepResult result;
   // Every step tells the graph its size: one at another size drops it.
-  if (r.cuda_graph.follows(a.global) && a.graphs)
-    graph_step(r, a, slice, images, labels, start);
-  else
-    eager_step(r, a, slice, images, labels, start);
-  r.times.steps += 1;
-  // After the read-back, so the step's whole share of launches is in.
-  if (launches_at_start)
-    r.times.host_launches = r.times.host_launches.value_or(0) + (*host_launches_on_this_thread() - *launches_at_start);
+  if (r.cuda_graph.follows(batch.count) && graphs) {
+    ReplicaGraph& g = r.cuda_graph;
+    g.stage(*r.ctx, images, labels, lr, step_);  // to the buffers the graph reads
+    clock.mark_launch();
+    if (!g.captured()) {
+      const StepInfo info{options_.seed, step_, slice.offset, g.step_on_device()};
+      StepCapture capture(*r.ctx);
+      TrainStepResult captured = queue_device_work(r, info, batch.count, slice, g.images(), g.labels(), lr,
+                                                   g.lr_on_device(), sgd, clock);
+      g.keep(capture.finish(), std::move(captured));
+      ++r.times.graph_captures;
+    }
+    g.launch(*r.ctx);
+    ++r.times.graph_steps;
+    result = g.result();
+  } else {
+    const StepInfo info{options_.seed, step_, slice.offset, nullptr};
+    result = queue_device_work(r, info, batch.count, slice, images, labels, lr, nullptr, sgd, clock);
+  }
+  clock.queued(r.times);
+  r.metrics = result.metrics();  // the step's one read-back
+  if (!result.read_back) r.ctx->synchronize();  // an empty slice queued no loss pass to wait for
+  clock.add_phases(r.times, result);
 }
 
-std::pair<Tensor, Tensor> ReplicaManager::stage_slice(Replica& r, const StepArgs& a, const Slice& slice) {
-  if (!r.device.is_cuda())
-    return {images_to_device(a.batch, slice, *r.ctx), slice_to_device(a.batch.labels, slice, *r.ctx)};
-  BatchStaging::Slices staged = r.staging.take(*r.ctx, a.batch, slice);
+// The replica's slice on its device. A GPU's was usually copied during the
+// step before (BatchStaging), and the next batch's slice is queued now, on
+// the copy stream, to overlap this step's compute; neither allocates.
+std::pair<Tensor, Tensor> ReplicaManager::stage_slice(Replica& r, const HostBatch& batch, const HostBatch* next,
+                                                      const Slice& slice) {
+  if (!r.device.is_cuda()) return {images_to_device(batch, slice, *r.ctx), slice_to_device(batch.labels, slice, *r.ctx)};
+  BatchStaging::Slices staged = r.staging.take(*r.ctx, batch, slice);
   if (staged.ahead) ++r.times.batches_ahead;
-  // Overlaps this step's compute; never allocates.
-  if (a.next && a.next->count > 0)
-    r.staging.copy_ahead(*r.ctx, *a.next, replica_slice(a.next->count, a.n, global_rank(r.rank)));
+  if (next && next->count > 0)
+    r.staging.copy_ahead(*r.ctx, *next, replica_slice(next->count, global_size(), global_rank(r.rank)));
   return {staged.images, staged.labels};
 }
 
-ReplicaManager::QueuedStep ReplicaManager::queue_step(Replica& r, const StepArgs& a, const Slice& slice,
-                                                      const Tensor& images, const Tensor& labels, const StepInfo& info,
-                                                      const float* lr_on_device) {
-  // Each bucket goes as soon as backward has finished every gradient in it.
+// Forward and backward with each gradient bucket summed across replicas as
+// soon as backward has finished it, the running statistics combined, the
+// collectives waited for, the update: all queued, nothing waited for.
+// `lr_on_device`, where given, is read by the update when it runs (a graph).
+TrainStepResult ReplicaManager::queue_device_work(Replica& r, const StepInfo& info, int64_t global, const Slice& slice,
+                                                  const Tensor& images, const Tensor& labels, float lr,
+                                                  const float* lr_on_device, const SgdConfig& sgd, StepClock& clock) {
   ParameterArenas& arenas = r.model->arenas();
+  const bool alone = global_size() == 1;
   size_t next_bucket = 0;
   GradReadyCallback on_ready;
-  if (a.n > 1)
+  if (!alone)
     on_ready = [&](int64_t first_ready) {
       for (; next_bucket < r.buckets.size() && r.buckets[next_bucket].begin >= first_ready; ++next_bucket) {
         const Bucket& b = r.buckets[next_bucket];
         comm_->all_reduce_sum(r.rank, *r.ctx, arenas.grads.data() + b.begin, b.end - b.begin);
       }
     };
-  QueuedStep q;
-  q.result = r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(a.global), on_ready);
-  q.compute_end_mark = q.result.end_mark >= 0 ? q.result.end_mark : r.ctx->mark_time();
-  const double weight = static_cast<double>(slice.count) / static_cast<double>(a.global);
+  TrainStepResult result = r.model->train_step(*r.ctx, info, images, labels, 1.0f / static_cast<float>(global), on_ready);
+  clock.mark_compute_end(result);
+  const double weight = static_cast<double>(slice.count) / static_cast<double>(global);
   r.running_stats.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
-  if (a.n > 1) comm_->wait(r.rank, *r.ctx);
+  if (!alone) comm_->wait(r.rank, *r.ctx);
   if (options_.context.sync_timing) r.ctx->synchronize();
-  q.update_mark = r.ctx->mark_time();
-  ops::sgd_step(*r.ctx, arenas, a.sgd, a.lr, lr_on_device);
-  return q;
-}
-
-void ReplicaManager::graph_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images,
-                                const Tensor& labels, const StepStart& start) {
-  // The batch slice and the per-step values go to the graph's fixed buffers
-  // first; the first time, the step is captured.
-  ReplicaGraph& g = r.cuda_graph;
-  g.stage(*r.ctx, images, labels, a.lr, a.step);
-  const int launch_mark = r.ctx->mark_time();
-  if (!g.captured()) {
-    const StepInfo info{options_.seed, a.step, slice.offset, g.step_on_device(), options_.label_smoothing};
-    StepCapture capture(*r.ctx);
-    TrainStepResult captured = queue_step(r, a, slice, g.images(), g.labels(), info, g.lr_on_device()).result;
-    g.keep(capture.finish(), std::move(captured));
-    ++r.times.graph_captures;
-  }
-  g.launch(*r.ctx);
-  ++r.times.graph_steps;
-  const int end_mark = r.ctx->mark_time();
-  start.count_syncs(r.times);
-  r.metrics = g.metrics();
-  if (!g.reads_back()) r.ctx->synchronize();
-  r.times.data += r.ctx->seconds_between(start.data_mark, launch_mark);
-  r.times.forward += r.ctx->seconds_between(launch_mark, end_mark);
-}
-
-void ReplicaManager::eager_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images,
-                                const Tensor& labels, const StepStart& start) {
-  const StepInfo info{options_.seed, a.step, slice.offset, nullptr, options_.label_smoothing};
-  QueuedStep q = queue_step(r, a, slice, images, labels, info, nullptr);
-  TrainStepResult& result = q.result;
-  const int end_mark = r.ctx->mark_time();
-  start.count_syncs(r.times);
-  // The step's one read-back: the metrics, and with them every mark.
-  r.metrics = result.metrics();
-  if (!result.read_back) r.ctx->synchronize();  // an empty slice queued no loss pass to wait for
-  const int forward_mark = result.forward_mark >= 0 ? result.forward_mark : q.compute_end_mark;
-  const int backward_mark = result.backward_mark >= 0 ? result.backward_mark : q.compute_end_mark;
-  r.times.data += r.ctx->seconds_between(start.data_mark, forward_mark);
-  r.times.forward += r.ctx->seconds_between(forward_mark, backward_mark);
-  r.times.backward += r.ctx->seconds_between(backward_mark, q.compute_end_mark);
-  // After backward: waiting for the all-reduces and the BN combination.
-  r.times.communication += r.ctx->seconds_between(q.compute_end_mark, q.update_mark);
-  r.times.update += r.ctx->seconds_between(q.update_mark, end_mark);
+  clock.mark_update();
+  ops::sgd_step(*r.ctx, arenas, sgd, lr, lr_on_device);
+  return result;
 }
 
 StepMetrics ReplicaManager::sum_over_processes(const StepMetrics& local) {

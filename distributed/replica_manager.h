@@ -15,6 +15,7 @@
 
 #include "runtime/batch_source.h"
 #include "distributed/communicator.h"
+#include "distributed/phase_times.h"
 #include "runtime/model.h"
 #include "ops/sgd.h"
 #include "runtime/worker_thread.h"
@@ -22,6 +23,7 @@
 namespace lockstep {
 
 struct Slice;
+class StepClock;
 
 struct ReplicaOptions {
   size_t bucket_bytes = size_t(25) << 20;  // gradient all-reduce bucket size
@@ -64,35 +66,6 @@ struct ReplicaOptions {
   // seen on an H200); graphs_in_use() tells. Replayed steps equal eager steps
   // bit for bit (tests/gpu/test_gpu_cuda_graph.cpp).
   bool cuda_graphs = false;
-};
-
-// Seconds spent in each phase, summed over the steps since the last reset
-// (replica 0's view; the slowest replica sets the pace, so the phases of the
-// others mostly show up as exposed communication).
-struct PhaseTimes {
-  double data = 0.0;          // host batch slice to the device
-  double forward = 0.0;
-  double backward = 0.0;
-  double communication = 0.0; // exposed: waiting for all-reduces after backward, BN combination
-  double update = 0.0;
-  int64_t steps = 0;
-  // Host synchronisations the steps made before their end-of-step read-back
-  // (the most of any replica), where the GPU runtime counts them
-  // (runtime/host_syncs.h); nullopt where it does not.
-  std::optional<uint64_t> host_syncs;
-  // Work the steps queued on GPU streams from the host (kernels, library
-  // calls, copies, event records and waits; runtime/host_syncs.h), summed
-  // over the steps, replica 0's; nullopt where the runtime cannot count them.
-  // Divided by `steps`: what one step asks of the host.
-  std::optional<uint64_t> host_launches;
-  // Steps replayed from a CUDA graph (ReplicaOptions::cuda_graphs), and those
-  // that captured one (also counted as replayed: they launch it). The whole
-  // of a replayed step's device time counts as forward.
-  int64_t graph_steps = 0;
-  int64_t graph_captures = 0;
-  // Steps whose batch the step before had already copied to the devices
-  // (train_step's `next`).
-  int64_t batches_ahead = 0;
 };
 
 class ReplicaManager {
@@ -158,25 +131,14 @@ private:
   // Metrics of this process's replicas summed with every other process's.
   StepMetrics sum_over_processes(const StepMetrics& local);
 
-  // A training step, top to bottom: train_step checks the batch and runs
-  // replica_step on every replica's thread, which stages the replica's slice
-  // on its device (stage_slice), then either replays the step from the
-  // replica's CUDA graph, capturing it the first time (graph_step), or
-  // queues it eagerly (eager_step). Both queue the same device work
-  // (queue_step: forward and backward with each gradient bucket summed as
-  // soon as it is final, the running statistics combined, the update), read
-  // the metrics back once, at the end, and add the phase times.
-  struct StepArgs;
-  struct QueuedStep;
-  struct StepStart;
-  void replica_step(Replica& r, const StepArgs& a);
-  std::pair<Tensor, Tensor> stage_slice(Replica& r, const StepArgs& a, const Slice& slice);
-  QueuedStep queue_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images, const Tensor& labels,
-                        const StepInfo& info, const float* lr_on_device);
-  void graph_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images, const Tensor& labels,
-                  const StepStart& start);
-  void eager_step(Replica& r, const StepArgs& a, const Slice& slice, const Tensor& images, const Tensor& labels,
-                  const StepStart& start);
+  // A training step: train_step checks the batch and runs replica_step on
+  // every replica's thread (replica_manager.cpp, top to bottom).
+  void replica_step(Replica& r, const HostBatch& batch, const HostBatch* next, float lr, const SgdConfig& sgd,
+                    bool graphs);
+  std::pair<Tensor, Tensor> stage_slice(Replica& r, const HostBatch& batch, const HostBatch* next, const Slice& slice);
+  TrainStepResult queue_device_work(Replica& r, const StepInfo& info, int64_t global, const Slice& slice,
+                                    const Tensor& images, const Tensor& labels, float lr, const float* lr_on_device,
+                                    const SgdConfig& sgd, StepClock& clock);
 
   ReplicaOptions options_;
   std::unique_ptr<Communicator> comm_;

@@ -345,7 +345,7 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
   Tensor logits = nodes_.back().output.batch_slice(0, batch);
   Tensor logits_grad = nodes_.back().grad.batch_slice(0, batch);
   result.read_back =
-      ops::softmax_cross_entropy_queued(ctx, logits, labels, loss_scale, &logits_grad, step.label_smoothing);
+      ops::softmax_cross_entropy_queued(ctx, logits, labels, loss_scale, &logits_grad, label_smoothing_);
   if (round) ops::round_to_bf16(ctx, logits_grad);
 
   // Reverse order: a node's gradient is complete once every consumer (all

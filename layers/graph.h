@@ -92,6 +92,7 @@ public:
   // the layers from the head on. Weight decay still reaches the backbone
   // unless its learning rate is scaled to 0 as well (SgdConfig).
   void freeze_backbone(bool frozen) { frozen_ = frozen; }
+  void set_label_smoothing(float e) override { label_smoothing_ = e; }
   bool backbone_frozen() const { return frozen_; }
 
   // Memory planning on (the default, unless LOCKSTEP_MEMORY_PLAN=off) or
@@ -178,6 +179,7 @@ private:
   DType dtype_ = DType::f32;                  // and their stored type
   bool planning_ = true;
   bool frozen_ = false;
+  float label_smoothing_ = 0.0f;
   bool layout_stale_ = false;  // planning switched since the buffer was laid out
   Tensor activations_;
 };

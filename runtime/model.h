@@ -75,6 +75,10 @@ public:
   virtual Tensor& state_arena() = 0;            // running statistics, flat
   virtual std::vector<ParamEntry> state_entries() const = 0;
   virtual std::vector<BatchNormState*> batch_norms() = 0;
+  // The training loss's label smoothing (ops/loss.h), 0 for none: a setting
+  // of the run, given once (ReplicaOptions::label_smoothing); evaluation
+  // reports the plain loss.
+  virtual void set_label_smoothing(float e) = 0;
 
   // Forward and backward of a slice in training mode, as part of `step`:
   // writes every gradient (an empty slice writes zeros) with the loss scaled by

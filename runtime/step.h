@@ -17,9 +17,6 @@ struct StepInfo {
   // one captured graph draws each step's numbers. `step` is then only what
   // the host knows of it (the CPU reference ignores the pointer; GPU only).
   const uint64_t* step_on_device = nullptr;
-  // The loss's label smoothing (ops/loss.h), 0 for none: a setting of the
-  // run that every step carries to the model's loss.
-  float label_smoothing = 0.0f;
 };
 
 }  // namespace lockstep

@@ -10,13 +10,18 @@ that against our builders, so the benchmark compares the same network.
   pytorch_train.py --model resnet20 --batch 64 --steps 10 --device cpu --threads 2
   pytorch_train.py --model resnet18 --batch 256 --device cuda --channels-last --amp
   pytorch_train.py --model resnet18 --batch 512 --device cuda --precision bf16 --compile
+  pytorch_train.py --model resnet18 --batch 256 --device cuda --precision tf32 --channels-last --cuda-graph
 
 --precision names the math as lockstep-bench peers asks for it: fp32 (no
 TF32 anywhere), tf32 (PyTorch's defaults: cuDNN convolutions may use TF32,
 matmuls as torch.backends.cuda.matmul.allow_tf32 says), bf16 (AMP:
 autocast to bfloat16, no loss scaling, channels_last). --compile runs the
 model through torch.compile; a torch without it (1.13) prints
-{"error": ..., "unavailable": true} and exits with 3.
+{"error": ..., "unavailable": true} and exits with 3. --cuda-graph captures
+the whole step (forward, loss, backward, update) into one CUDA graph after
+the warm-up steps and replays it, as PyTorch's CUDA-graph notes describe for
+whole-network capture ("CUDA Graphs" in its CUDA semantics page): the images
+and labels stay in the same tensors, which the graph reads.
 
 A step is forward + cross-entropy + backward + SGD-momentum update (weight
 decay on conv/linear weights only, as lockstep does), timed from before the
@@ -235,6 +240,7 @@ def main(argv):
                    help="fp32, tf32 (PyTorch's defaults) or bf16 (AMP bfloat16 + channels_last); "
                         "instead of --tf32/--amp")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (torch 2.0 and later)")
+    p.add_argument("--cuda-graph", action="store_true", help="replay the whole step from one CUDA graph (cuda only)")
     p.add_argument("--no-dropout", action="store_true")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
@@ -252,6 +258,10 @@ def main(argv):
     if args.compile and not hasattr(torch, "compile"):
         print(json.dumps({"error": "torch.compile is not in torch %s (it came with 2.0)" % torch.__version__,
                           "unavailable": True}))
+        return 3
+
+    if args.cuda_graph and args.device != "cuda":
+        print(json.dumps({"error": "--cuda-graph needs --device cuda", "unavailable": True}))
         return 3
 
     if args.threads > 0:
@@ -283,8 +293,9 @@ def main(argv):
 
     def step():
         # No autocast context at all without AMP: CPU autocast refuses any dtype but bfloat16, even disabled.
-        autocast = (torch.autocast(device_type=device.type, dtype=amp_dtype) if amp_dtype is not None
-                    else contextlib.nullcontext())
+        # Autocast's cast cache would hold casts made during a graph's capture: off when capturing.
+        autocast = (torch.autocast(device_type=device.type, dtype=amp_dtype, cache_enabled=not args.cuda_graph)
+                    if amp_dtype is not None else contextlib.nullcontext())
         with autocast:
             loss = F.cross_entropy(run_model(images), labels)
         opt.zero_grad(set_to_none=True)
@@ -293,15 +304,37 @@ def main(argv):
         scaler.update()
         return loss
 
-    for _ in range(args.warmup):
-        step()
+    if args.cuda_graph:
+        # Warm-up on a side stream (cuDNN's searches, the allocator's growth,
+        # the optimizer's momentum buffers), then one capture; every timed
+        # step replays it. The loss tensor the capture made is what each
+        # replay overwrites.
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(max(args.warmup, 1)):
+                step()
+        torch.cuda.current_stream(device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            captured_loss = step()
+
+        def replay():
+            graph.replay()
+            return captured_loss
+        run_step = replay
+    else:
+        for _ in range(args.warmup):
+            step()
+        run_step = step
     sync()
     times = []
     loss = None
     for _ in range(args.steps):
         sync()
         start = time.perf_counter()
-        loss = step()
+        loss = run_step()
         sync()
         times.append(time.perf_counter() - start)
     median = statistics.median(times) if times else float("nan")
@@ -322,6 +355,7 @@ def main(argv):
         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
         "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "compiled": args.compile,
+        "cuda_graph": args.cuda_graph,
         "parameters": sum(p.numel() for p in model.parameters()),
         "warmup": args.warmup,
         "steps": args.steps,

@@ -80,7 +80,12 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
   LS_CHECK(global > 0 && o.steps > 0, "_steps needs --batch and --steps");
   const std::string spec = model_spec(o.model, input, o.classes, {});
   ReplicaOptions options;
-  options.context.sync_timing = true;  // phase clocks read after the device finished
+  // The eager step waits for the device between its phases, so each phase's
+  // clock holds its own work; the default is the step as lockstep train runs
+  // it, replayed from a CUDA graph where the replicas allow one (a replayed
+  // step's device time all counts as forward).
+  options.context.sync_timing = o.eager;
+  options.cuda_graphs = !o.eager;
   // bf16 on a GPU runs the library's bf16 path (bf16 activations), never an
   // fp32 step under a bf16 label, in the library's default memory format:
   // channels-last there (default_memory_format), as the PyTorch AMP peer
@@ -146,6 +151,8 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
                 {"backward", p.backward / steps},
                 {"communication", p.communication / steps},
                 {"update", p.update / steps}}},
+              {"step", manager.graphs_in_use() ? "graphed" : "eager"},
+              {"graph_steps", p.graph_steps},
               {"peak_bytes", peak_memory(devices)},
               {"last_loss", last.loss_sum / static_cast<double>(std::max<int64_t>(last.count, 1))}};
 }

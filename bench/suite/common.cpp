@@ -59,7 +59,9 @@ options (some suites):
   --precision fp32|tf32|bf16   peers, scaling, roofline: tf32 is --tf32; bf16 (mixed precision) runs the
                           PyTorch peer with AMP bf16 and channels_last; lockstep in its bf16 mode (NHWC on a GPU)
   --memory-format nchw|nhwc    peers, scaling: lockstep's activation layout (default: the library's, nhwc
-                          for bf16 on a GPU, else nchw); the PyTorch peer runs both layouts on a GPU
+                          for tf32 and bf16 on a GPU, else nchw); the PyTorch peer runs both layouts on a GPU
+  --eager                 peers: lockstep's eager step, its phases timed (default on a GPU: the step
+                          replayed from a CUDA graph, as lockstep train runs it)
   --gpu KEY               roofline: h100, h200, a100 (and h100-pcie, h100-nvl, h200-nvl, a100-pcie, a100-40gb)
 )";
 }
@@ -111,6 +113,7 @@ Options parse_options(int argc, char** argv, int first) {
     else if (a == "--precision") o.precision = value();
     else if (a == "--gpu") o.gpu = value();
     else if (a == "--memory-format") o.memory_format = value();
+    else if (a == "--eager") o.eager = true;
     else if (a == "--replica-devices") o.replica_devices = value();
     else if (a == "--loader-threads") o.loader_threads = static_cast<int>(parse_int(a, value()));
     else return false;

@@ -49,6 +49,11 @@ struct Options {
   std::string precision;         // fp32 | tf32 | bf16; empty: tf32 with --tf32, else fp32 (precision())
   std::string gpu;               // roofline: the GPU of gpu_peaks.cpp's table (default h100)
   std::string memory_format;     // peers, scaling: lockstep's activations, nchw | nhwc; empty: the library's default
+  // peers: lockstep's eager step with its phase clocks instead of the step
+  // replayed from a CUDA graph (what `lockstep train` runs on one GPU per
+  // replica); scaling and projection always measure the eager step, whose
+  // phases they report.
+  bool eager = false;
   // Internal (the child processes that measure one configuration):
   std::string replica_devices;   // one entry per replica, e.g. cpu,cpu
   int loader_threads = 2;

@@ -3,8 +3,10 @@
 // the same run, reported as our images/s over PyTorch's. The two networks are
 // checked to be the same by their parameter counts, which the peer reports.
 // On a GPU PyTorch runs with cuDNN benchmark mode, with and without
-// channels_last (bf16: AMP and channels_last), then through torch.compile
-// where the installed torch has it; on the CPU both sides get the same
+// channels_last (bf16: AMP and channels_last), then channels_last with the
+// whole step replayed from a CUDA graph, then through torch.compile where the
+// installed torch has it; lockstep runs its step as `lockstep train` does
+// (replayed from a CUDA graph on a GPU; --eager: the eager step); on the CPU both sides get the same
 // number of threads. --precision bf16 runs lockstep's bf16 mode: on a GPU
 // with bf16 activations, channels-last, as the AMP peer; on the CPU by
 // rounding to bf16 in fp32 storage (a reference, not a speed mode). On a GPU
@@ -145,7 +147,7 @@ SuiteResult run_peers(const Options& given) {
     context.precision = parse_precision(prec);
     if (!o.memory_format.empty()) context.memory_format = parse_memory_format(o.memory_format);
     const std::string layout = resolve_memory_format(context, device) == MemoryFormat::nhwc ? "NHWC" : "NCHW";
-    const std::string ours_settings = device.is_cpu()
+    std::string ours_settings = device.is_cpu()
                                           ? fmt("%d compute threads, %s", threads,
                                                 bf16 ? "bf16 rounded in fp32 storage" : "fp32")
                                           : bf16 ? layout + ", bf16 activations, FP32 master weights"
@@ -162,6 +164,7 @@ SuiteResult run_peers(const Options& given) {
                         "failed: " + ours["error"].get<std::string>().substr(0, 100), "", ""});
       continue;
     }
+    if (ours.value("step", "") == "graphed") ours_settings += ", CUDA graph";
     ours_ips = ours["images_per_second"].get<double>();
     ours_params = ours["parameters"].get<int64_t>();
     json row{{"device", device.str()}, {"engine", "lockstep"}, {"settings", ours_settings}, {"precision", prec},
@@ -177,12 +180,12 @@ SuiteResult run_peers(const Options& given) {
     // (bf16: AMP with channels_last only), then compiled where torch has
     // torch.compile (on a GPU: compiling takes minutes on a CPU).
     struct PeerRun {
-      bool channels_last, compile;
+      bool channels_last, compile, graph = false;
     };
     std::vector<PeerRun> runs;
     if (device.is_cpu()) runs = {{bf16, false}};
-    else if (bf16) runs = {{true, false}, {true, true}};
-    else runs = {{false, false}, {true, false}, {true, true}};
+    else if (bf16) runs = {{true, false}, {true, false, true}, {true, true}};
+    else runs = {{false, false}, {true, false}, {true, false, true}, {true, true}};
     if (o.no_compile) std::erase_if(runs, [](const PeerRun& r) { return r.compile; });
     for (const PeerRun& run : have_torch ? runs : std::vector<PeerRun>{}) {
       const bool channels_last = run.channels_last;
@@ -194,16 +197,18 @@ SuiteResult run_peers(const Options& given) {
       if (device.is_cpu()) argv.insert(argv.end(), {"--threads", std::to_string(threads)});
       if (channels_last) argv.push_back("--channels-last");
       if (run.compile) argv.push_back("--compile");
+      if (run.graph) argv.push_back("--cuda-graph");
       std::vector<std::pair<std::string, std::string>> env{{"PYTHONDONTWRITEBYTECODE", "1"}};
       if (device.is_cuda()) env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(device.index)});
-      std::fprintf(stderr, "peers: PyTorch on %s%s%s ...\n", device.str().c_str(),
-                   channels_last ? ", channels_last" : "", run.compile ? ", torch.compile" : "");
+      std::fprintf(stderr, "peers: PyTorch on %s%s%s%s ...\n", device.str().c_str(),
+                   channels_last ? ", channels_last" : "", run.compile ? ", torch.compile" : "",
+                   run.graph ? ", CUDA graph" : "");
       json peer = run_json_command(argv, env);
       std::string settings =
           (device.is_cpu() ? fmt("torch.set_num_threads(%d)", threads) + (channels_last ? ", channels_last" : "")
                            : std::string(channels_last ? "channels_last" : "NCHW") + ", cudnn.benchmark") +
           (bf16 ? ", AMP bf16" : prec == "tf32" ? ", TF32 (PyTorch's default)" : ", FP32") +
-          (run.compile ? ", torch.compile" : "");
+          (run.compile ? ", torch.compile" : "") + (run.graph ? ", CUDA graph" : "");
       if (failed(peer) && peer.contains("unavailable")) {
         result.skipped.push_back("PyTorch " + settings + " on " + device.str() + ": " +
                                  peer["error"].get<std::string>());
@@ -227,6 +232,7 @@ SuiteResult run_peers(const Options& given) {
                {"settings", settings},
                {"precision", prec},
                {"compiled", run.compile},
+               {"cuda_graph", run.graph},
                {"images_per_second", peer_ips},
                {"same_parameter_count", measured_ours ? json(same) : json(nullptr)},
                {"lockstep_over_pytorch", measured_ours ? json(ours_ips / peer_ips) : json(nullptr)},
@@ -241,7 +247,8 @@ SuiteResult run_peers(const Options& given) {
         result.notes.push_back(fmt("parameter counts differ on %s: lockstep %lld, PyTorch %lld: not the same network",
                                    device.str().c_str(), static_cast<long long>(ours_params),
                                    static_cast<long long>(peer_params)));
-      labels.push_back(device.str() + " PyTorch" + (channels_last ? " NHWC" : "") + (run.compile ? " compiled" : ""));
+      labels.push_back(device.str() + " PyTorch" + (channels_last ? " NHWC" : "") + (run.compile ? " compiled" : "") +
+                       (run.graph ? " graphed" : ""));
       bars.y.push_back(peer_ips);
     }
   }

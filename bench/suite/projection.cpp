@@ -18,6 +18,7 @@ namespace lockstep::bench {
 
 SuiteResult run_projection(const Options& given) {
   Options o = given;
+  o.eager = true;  // the phases this suite reports need the eager step's clocks
   const std::vector<Device> devices = resolve_devices(o.devices);
   const Device device = devices[0];
   const bool gpu = device.is_cuda();

@@ -24,6 +24,7 @@ std::vector<std::string> step_flags(const Options& o, const std::vector<Device>&
   if (!o.precision.empty()) f.insert(f.end(), {"--precision", o.precision});
   else if (o.tf32) f.push_back("--tf32");
   if (!o.memory_format.empty()) f.insert(f.end(), {"--memory-format", o.memory_format});
+  if (o.eager) f.push_back("--eager");
   return f;
 }
 
@@ -48,6 +49,7 @@ void scaling_defaults(Options& o, bool gpu) {
 SuiteResult run_scaling(const Options& given) {
   if (std::shared_ptr<ProcessGroup> world = join_world()) return run_process_scaling(given, *world);
   Options o = given;
+  o.eager = true;  // the phases this suite reports need the eager step's clocks
   const std::vector<Device> devices = resolve_devices(o.devices);
   const bool gpu = any_gpu(devices);
   LS_CHECK(!gpu || !std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); }),

@@ -16,6 +16,7 @@ namespace lockstep::bench {
 
 SuiteResult run_process_scaling(const Options& given, ProcessGroup& world) {
   Options o = given;
+  o.eager = true;  // the phases this suite reports need the eager step's clocks
   const std::vector<Device> devices = resolve_devices(o.devices);
   LS_CHECK(!any_gpu(devices), "scaling across processes runs on the CPU only so far: give --devices cpu");
   scaling_defaults(o, false);

@@ -180,10 +180,6 @@ int64_t Graph::unplanned_activation_bytes(int64_t batch, DType dtype) const {
   return memory_plan(batch, PlanKind::train, false, MemoryFormat::nchw, dtype).bytes();
 }
 
-DType Graph::activation_dtype(const Context& ctx) {
-  return ctx.options().precision == Precision::bf16 && ctx.device().is_cuda() ? DType::bf16 : DType::f32;
-}
-
 Tensor Graph::activation_view(int64_t byte_offset, int64_t batch, const Shape& per_sample) const {
   // The plan's offsets are multiples of 256 bytes, so of either element size.
   const int64_t offset = byte_offset / static_cast<int64_t>(dtype_size(dtype_));
@@ -266,7 +262,7 @@ void Graph::prepare_bf16_weights(Context& ctx) {
 }
 
 Tensor Graph::prepare_input(Context& ctx, const Tensor& images) {
-  const bool bf16 = ctx.options().precision == Precision::bf16;
+  const bool bf16 = ctx.precision_policy().bf16;
   // NHWC images: converted once here, every node then keeps the format.
   const bool nhwc = format_ == MemoryFormat::nhwc && input_shape_.rank() == 3;
   if (!bf16 && !nhwc) return images;
@@ -298,15 +294,11 @@ Tensor Graph::prepare_input(Context& ctx, const Tensor& images) {
   return x;
 }
 
-bool Graph::rounds_in_f32(const Context& ctx) const {
-  return ctx.options().precision == Precision::bf16 && dtype_ == DType::f32;
-}
-
 Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const StepInfo& step) {
   int64_t batch = images.dim(0);
-  ensure_capacity(batch, ctx.memory_format(), activation_dtype(ctx));
-  if (ctx.options().precision == Precision::bf16) prepare_bf16_weights(ctx);
-  const bool round = rounds_in_f32(ctx);
+  ensure_capacity(batch, ctx.memory_format(), ctx.precision_policy().activations);
+  if (ctx.precision_policy().bf16) prepare_bf16_weights(ctx);
+  const bool round = ctx.precision_policy().rounds_in_f32;  // the CPU: each stored value rounded
   const Tensor x = prepare_input(ctx, images);
   for (size_t n = 0; n < nodes_.size(); ++n) {
     Node& node = nodes_[n];
@@ -338,7 +330,7 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
   result.forward_mark = ctx.mark_time();
   const Tensor x = forward_all(ctx, images, Mode::train, step);
   result.backward_mark = ctx.mark_time();
-  const bool round = rounds_in_f32(ctx);
+  const bool round = ctx.precision_policy().rounds_in_f32;  // the CPU: each stored value rounded
 
   // The loss stays on the device until the step's end: nothing here waits for it.
   // In bf16 the softmax and loss are FP32 (on bf16 logits); their gradient is stored in bf16.

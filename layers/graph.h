@@ -103,7 +103,7 @@ public:
   // (computed: nothing is allocated, the graph need not be finalised).
   // `format`: the activations' memory format (flatten of NHWC images is a
   // transpose, not an alias).
-  // `dtype`: the activations' stored type (activation_dtype).
+  // `dtype`: the activations' stored type (PrecisionPolicy::activations).
   std::vector<PlanNode> plan_nodes(MemoryFormat format = MemoryFormat::nchw, DType dtype = DType::f32) const;
   MemoryPlan memory_plan(int64_t batch, PlanKind kind, bool share, MemoryFormat format = MemoryFormat::nchw,
                          DType dtype = DType::f32) const;
@@ -111,17 +111,13 @@ public:
   // `dtype`: planned, and with one output and one gradient buffer per node.
   int64_t activation_bytes(int64_t batch, DType dtype = DType::f32) const;
   int64_t unplanned_activation_bytes(int64_t batch, DType dtype = DType::f32) const;
-  // The type the activations and their gradients are stored in on `ctx`:
-  // bf16 in precision bf16 on a GPU, else f32 (the CPU's bf16 mode rounds
-  // values in f32 storage).
-  static DType activation_dtype(const Context& ctx);
   // The activation buffer allocated now (training's and evaluation's plans
   // share it), 0 before the first step.
   int64_t allocated_activation_bytes() const { return activations_.defined() ? activations_.bytes() : 0; }
   // The memory format the activation buffer is laid out in now (the last
   // step's Context::memory_format(); nchw before the first step).
   MemoryFormat activation_format() const { return format_; }
-  // The activation buffer's stored type now (the last step's activation_dtype).
+  // The activation buffer's stored type now (the last step's PrecisionPolicy::activations).
   DType activation_stored_type() const { return dtype_; }
 
 private:
@@ -144,8 +140,6 @@ private:
   bool frozen(size_t n) const { return frozen_ && n < head_index(); }
   // Lays the activation buffer out for `batch` samples in `format` unless it is already.
   void ensure_capacity(int64_t batch, MemoryFormat format, DType dtype);
-  // Precision bf16 with f32 storage (the CPU): the graph rounds each stored value.
-  bool rounds_in_f32(const Context& ctx) const;
   // A [batch, ...per_sample] view of activations_ at `byte_offset`, channels-last
   // when the graph's format is nhwc and the value is an image batch.
   Tensor activation_view(int64_t byte_offset, int64_t batch, const Shape& per_sample) const;

@@ -38,9 +38,9 @@ void WeightedLayer::check_bf16_bound() const {
 }
 
 const Tensor& WeightedLayer::weight_operand(Context& ctx, bool widen) {
-  if (ctx.options().precision != Precision::bf16) return weight_;
+  if (!ctx.precision_policy().bf16) return weight_;
   check_bf16_bound();
-  if (ctx.device().is_cuda()) return weight_bf16_;  // cuDNN and cuBLAS take bf16 operands
+  if (ctx.precision_policy().bf16_operands) return weight_bf16_;  // cuDNN and cuBLAS take bf16 operands
   if (!weight_widened_.defined() || weight_widened_.device() != weight_bf16_.device())
     weight_widened_ = Tensor::empty(weight_.shape(), weight_.device());
   if (widen) ops::convert(ctx, weight_bf16_, weight_widened_);
@@ -49,9 +49,9 @@ const Tensor& WeightedLayer::weight_operand(Context& ctx, bool widen) {
 
 const Tensor* WeightedLayer::bias_operand(Context& ctx) {
   if (!has_bias_) return nullptr;
-  if (ctx.options().precision != Precision::bf16) return &bias_;
+  if (!ctx.precision_policy().bf16) return &bias_;
   check_bf16_bound();
-  if (ctx.device().is_cuda()) return &bias_bf16_;
+  if (ctx.precision_policy().bf16_operands) return &bias_bf16_;
   if (!bias_widened_.defined() || bias_widened_.device() != bias_bf16_.device())
     bias_widened_ = Tensor::empty(bias_.shape(), bias_.device());
   ops::convert(ctx, bias_bf16_, bias_widened_);

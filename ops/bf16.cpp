@@ -19,7 +19,7 @@ void round_to_bf16(Context& ctx, Tensor& x) {
 }
 
 void round_where_gpu_stores_bf16(Context& ctx, Tensor& x) {
-  if (ctx.options().precision == Precision::bf16 && ctx.device().is_cpu() && x.dtype() == DType::f32)
+  if (ctx.precision_policy().rounds_in_f32 && x.dtype() == DType::f32)
     round_to_bf16(ctx, x);
 }
 

@@ -17,6 +17,7 @@ namespace lockstep {
 
 Context::Context(Device device, ContextOptions options) : device_(device), options_(options) {
   options_.memory_format = resolve_memory_format(options, device);
+  precision_policy_ = lockstep::precision_policy(options.precision, device);
   if (device.is_cuda()) {
 #if LOCKSTEP_WITH_CUDA
     cuda_ = make_cuda_state(device.index, options_);

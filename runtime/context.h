@@ -11,6 +11,7 @@
 
 #include "runtime/device.h"
 #include "runtime/precision.h"
+#include "runtime/precision_policy.h"
 #include "runtime/replica_group.h"
 #include "runtime/tensor.h"
 
@@ -76,6 +77,8 @@ public:
   // The activations' memory format in force: the one given, or the default
   // for this device and precision (resolve_memory_format).
   MemoryFormat memory_format() const { return *options_.memory_format; }
+  // What options().precision means on this device: what layers and ops ask.
+  const PrecisionPolicy& precision_policy() const { return precision_policy_; }
   // Scratch memory of at least `bytes`, reused by the next call: valid until then.
   float* workspace(size_t bytes);
   size_t workspace_bytes() const { return workspace_.defined() ? workspace_.bytes() : 0; }
@@ -123,6 +126,7 @@ public:
 private:
   Device device_;
   ContextOptions options_;
+  PrecisionPolicy precision_policy_;
   Tensor workspace_;
   std::unique_ptr<CudaState> cuda_;
   std::vector<std::chrono::steady_clock::time_point> host_marks_;  // mark m at m % 64

@@ -42,7 +42,13 @@ std::string named(const OutputFile& out) { return out.option + " " + out.path; }
 
 // Creates and removes a file in `folder`: what writing the output will need.
 void probe_folder(const OutputFile& out, const fs::path& folder) {
-  const fs::path probe = folder / ("." + fs::path(out.path).filename().string() + ".probe-" + std::to_string(::getpid()));
+  // Appended piece by piece: GCC 12 misreads `"." + string` here as an
+  // overlapping copy (-Wrestrict, -Wstringop-overflow).
+  std::string name = ".";
+  name += fs::path(out.path).filename().string();
+  name += ".probe-";
+  name += std::to_string(::getpid());
+  const fs::path probe = folder / name;
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   LS_CHECK(fd >= 0 || errno == EEXIST, named(out), ": cannot create files in the folder ", folder.string(), " (",
            std::strerror(errno), ")");

@@ -104,7 +104,10 @@ json measure_steps(const Options& o, std::shared_ptr<ProcessGroup> processes) {
   std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(o.classes - 1));
   for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = normal(gen);
   for (int64_t i = 0; i < global; ++i) labels.labels()[i] = label(gen);
-  const HostBatch batch{images, labels, global};
+  HostBatch batch;
+  batch.images = images;
+  batch.labels = labels;
+  batch.count = global;
 
   const SgdConfig sgd{0.9f, 5e-4f, false};
   const float lr = 0.01f;

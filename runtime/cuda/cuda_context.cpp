@@ -39,7 +39,7 @@ CudaState::CudaState(int device_index, const ContextOptions& context_options)
     : options(context_options), workspace_limit_(context_options.workspace_limit_bytes) {
   device = device_index;
   deterministic = context_options.deterministic;
-  allow_tf32 = context_options.precision == Precision::tf32;
+  allow_tf32 = precision_policy(context_options.precision, Device::cuda(device_index)).tf32_math;
   DeviceGuard guard(device);
   try {
     device_allocator_ = cuda_allocator_for(device);

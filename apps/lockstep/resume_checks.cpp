@@ -15,8 +15,7 @@ void check_resume_changes(const TrainSettings& s, const CheckpointInfo& resume_i
     LS_CHECK(!(c.epoch_shape && resume_info.batch_in_epoch > 0), "--resume ", s.resume, " stopped after batch ",
              resume_info.batch_in_epoch, " of an epoch; ", c.flag, " cannot change mid-epoch (the checkpoint's ",
              c.saved, ", given ", c.given, "): resume without it, or from a checkpoint written at an epoch's end");
-    // A flag without a value reads as the setting it switches: "--drop-last
-    // (drop_last 1)".
+    // A flag without a value reads as the setting it switches: "--FLAG (KEY 1)".
     const std::string given = c.is_switch ? c.flag + " (" + c.key + " " + c.given + ")" : c.flag + " " + c.given;
     LS_CHECK(s.force, "--resume ", s.resume, ": ", given, " differs from the checkpoint's ", c.saved,
              ", which would make the resumed run another run; leave it out to continue, or give --force to change it");

@@ -39,13 +39,13 @@ struct FlagBuffer {
 };
 
 struct SettingEntry {
-  std::string flag;  // "--label-smoothing"
+  std::string flag;  // "--seed"
   std::string help;  // as --help prints it
-  std::string key;   // the checkpoint metadata's name, "label_smoothing"; "" when not saved
+  std::string key;   // the checkpoint metadata's name, "seed"; "" when not saved
   OnResume on_resume = OnResume::may_change;
   bool agreed = false;         // every process of a run must hold the same value
   std::string agreement_name;  // how the agreement names it when the flag alone would mislead
-  bool is_switch = false;      // a flag without a value: "--drop-last (drop_last 1)" in messages
+  bool is_switch = false;      // a flag without a value, which messages show with its key and value
   // The value as text (the metadata's, and what is compared), and back;
   // read() throws on text that is no value of the field.
   std::function<std::string(const TrainSettings&)> text;

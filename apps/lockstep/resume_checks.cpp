@@ -12,14 +12,11 @@ namespace lockstep::app {
 void check_resume_changes(const TrainSettings& s, const CheckpointInfo& resume_info) {
   const std::vector<SettingChange> changes = meaning_changes(s, resume_info.extra);
   for (const SettingChange& c : changes) {
-    const bool epoch_shape = c.flag == "--batch" || c.flag == "--limit" || c.flag == "--drop-last";
-    LS_CHECK(!(epoch_shape && resume_info.batch_in_epoch > 0), "--resume ", s.resume, " stopped after batch ",
+    LS_CHECK(!(c.epoch_shape && resume_info.batch_in_epoch > 0), "--resume ", s.resume, " stopped after batch ",
              resume_info.batch_in_epoch, " of an epoch; ", c.flag, " cannot change mid-epoch (the checkpoint's ",
              c.saved, ", given ", c.given, "): resume without it, or from a checkpoint written at an epoch's end");
-    // A flag without a value reads as the setting it switches: "--drop-last
-    // (drop_last 1)".
-    const bool switch_flag = c.flag == "--no-dropout" || c.flag == "--drop-last" || c.flag == "--sync-bn";
-    const std::string given = switch_flag ? c.flag + " (" + c.key + " " + c.given + ")" : c.flag + " " + c.given;
+    // A flag without a value reads as the setting it switches: "--FLAG (KEY 1)".
+    const std::string given = c.is_switch ? c.flag + " (" + c.key + " " + c.given + ")" : c.flag + " " + c.given;
     LS_CHECK(s.force, "--resume ", s.resume, ": ", given, " differs from the checkpoint's ", c.saved,
              ", which would make the resumed run another run; leave it out to continue, or give --force to change it");
     std::printf("resume: %s replaces the checkpoint's %s (--force)\n", given.c_str(), c.saved.c_str());

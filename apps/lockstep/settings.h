@@ -111,6 +111,8 @@ struct SettingChange {
   std::string flag;          // "--seed"
   std::string key;           // "seed", the metadata's name
   std::string saved, given;  // as the metadata writes them
+  bool epoch_shape = false;  // cannot change mid-epoch (OnResume::epoch_shape)
+  bool is_switch = false;    // a flag without a value
 };
 // The settings whose change makes a resumed run another run (data drawn,
 // batch, seed, precision, model options), where `s` differs from `meta`.

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/printable.h"
+#include "settings_table.h"
 
 namespace lockstep::app {
 
@@ -32,7 +33,7 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
     std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(resume_info.batch_in_epoch),
                 static_cast<long long>(trainer.step()));
-  if (devices[0].is_cuda() && s.augment_on == "gpu")
+  if (augmented_on_gpus(s, devices[0].is_cuda()))
     std::printf("training batches cross to the GPU%s as bytes; crop, flip and normalisation run there\n",
                 devices.size() == 1 ? "" : "s");
   else if (devices[0].is_cuda())
@@ -61,14 +62,8 @@ void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool
                 s.threads == 1 ? "" : "s");
   if (imagenet_by_default)
     std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
-  if (s.freeze_backbone)
-    std::printf("backbone frozen: the classifier alone trains, the layers before it run as in inference\n");
-  else if (s.backbone_lr_scale != 1.0f)
-    std::printf("the layers before the classifier learn at %g x the learning rate\n", s.backbone_lr_scale);
-  if (s.backbone_lr_scale != 1.0f && s.init.empty() && s.resume.empty())
-    std::fprintf(stderr, "notice: --backbone-lr-scale %g without --init: the layers before the classifier start "
-                 "untrained (random), not pretrained; give --init FILE.safetensors to fine-tune pretrained weights\n",
-                 s.backbone_lr_scale);
+  for (const SettingEntry& e : train_setting_table())
+    if (e.start_note) e.start_note(s);
 }
 
 namespace {

@@ -176,8 +176,7 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
                  replicas.replicas_share_a_device()
                      ? "since replicas sharing a GPU wait for it on the host in each gradient sum"
                      : "since a run across processes keeps its collectives eager for their watchdog");
-  TrainerConfig config = trainer_config(s, train_data, loaders.train->normalization());
-  if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = models.head_offset();
+  TrainerConfig config = trainer_config(s, train_data, loaders.train->normalization(), models.head_offset());
   Trainer trainer(replicas, *loaders.train, loaders.test.get(), config);
   if (!s.resume.empty()) trainer.resume(read_checkpoint(s.resume), s.resume);
 

@@ -87,9 +87,11 @@ bool resolve_normalize(TrainSettings& s, const TrainData& d) {
   return imagenet;
 }
 
+bool augmented_on_gpus(const TrainSettings& s, bool on_gpus) { return on_gpus && s.augment_on == "gpu"; }
+
 Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus) {
   data::LoaderConfig loader_config;
-  loader_config.augment_on_device = on_gpus && s.augment_on == "gpu";
+  loader_config.augment_on_device = augmented_on_gpus(s, on_gpus);
   loader_config.batch_size = s.batch;
   loader_config.seed = s.seed;
   loader_config.threads = s.threads;

@@ -45,6 +45,10 @@ struct Loaders {
   std::unique_ptr<data::Loader> train, test;
 };
 
+// Whether the training batches of GPU replicas (`on_gpus`) are augmented on
+// the GPUs, where they cross as bytes, rather than by the loader's threads.
+bool augmented_on_gpus(const TrainSettings& s, bool on_gpus);
+
 Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus);
 
 }  // namespace lockstep::app

@@ -1,11 +1,13 @@
 #pragma once
-// `lockstep train`'s command line: its flags, defined on CLI11's subcommand
-// (help text and the checks CLI11 makes), and what they got, parsed once
-// into TrainSettings.
+// `lockstep train`'s command line: the flags of the settings table
+// (settings_table.h), defined on CLI11's subcommand (help text and the checks
+// CLI11 makes), and what they got, parsed once into TrainSettings.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "settings.h"
+#include "settings_table.h"
 
 namespace CLI {
 class App;
@@ -35,10 +37,11 @@ public:
 private:
   CLI::App& command_;
   TrainSettings values_;  // the flags CLI11 converts itself
-  // The text settings() parses: CLI11 has checked the first three against
-  // the names they may take, and --time-limit not at all.
-  std::string schedule_, precision_, memory_format_, time_limit_;
-  bool no_dropout_ = false;
+  // One per table entry, for the flags the table's codecs read (CLI11 has
+  // checked the named kinds against the names they may take, and
+  // --time-limit not at all) and the switches that turn a setting off.
+  // Sized once: CLI11 keeps pointers into it.
+  std::vector<FlagBuffer> buffers_;
 };
 
 }  // namespace lockstep::app

@@ -47,7 +47,8 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   return options;
 }
 
-TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const data::Normalization& normalization) {
+TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const data::Normalization& normalization,
+                             int64_t head_offset) {
   const data::Dataset& train_set = *d.train;
   TrainerConfig config;
   config.epochs = s.epochs;
@@ -57,6 +58,7 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
   config.schedule.step_epochs = std::max<double>(1.0, s.epochs / 3.0);
   config.sgd = {s.momentum, s.weight_decay, s.nesterov, s.clip_grad_norm};
   config.sgd.backbone_lr_scale = s.freeze_backbone ? 0.0f : s.backbone_lr_scale;
+  if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = head_offset;
   config.seed = s.seed;
   config.checkpoint_path = s.checkpoint;
   config.class_names = train_set.class_names();

@@ -2,6 +2,7 @@
 // What a run of TrainSettings asks of the library: the model it builds, the
 // replicas' options and the trainer's configuration.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,7 +32,10 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
 
 // Epochs, schedule, optimizer, checkpoint (with the settings and the data's
 // identity as its metadata) and time limit; `normalization`: the training
-// loader's, saved for eval and predict.
-TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const data::Normalization& normalization);
+// loader's, saved for eval and predict; `head_offset`: where the
+// classifier's parameters start (ReplicaModels::head_offset), the end of the
+// backbone whose learning rate is scaled.
+TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const data::Normalization& normalization,
+                             int64_t head_offset);
 
 }  // namespace lockstep::app

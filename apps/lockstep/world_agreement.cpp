@@ -1,10 +1,10 @@
 #include "world_agreement.h"
 
-#include <map>
+#include <utility>
 
 #include "base/error.h"
 #include "data/data_identity.h"
-#include "training/file_checksum.h"
+#include "settings_table.h"
 #include "world_errors.h"
 
 namespace lockstep::app {
@@ -36,50 +36,20 @@ void add_data(std::vector<NamedSetting>& out, const std::string& which, const da
 
 }  // namespace
 
+std::vector<NamedSetting> setting_agreement(const TrainSettings& s) {
+  std::vector<NamedSetting> out;
+  for (const SettingEntry& e : train_setting_table())
+    if (e.agreed) out.push_back({e.agreement_label(), e.agreement_text ? e.agreement_text(s) : e.text(s)});
+  return out;
+}
+
 std::vector<NamedSetting> run_settings(const TrainSettings& s, const std::string& spec, const std::string& format,
                                        const data::Dataset& train, const data::Dataset* test,
                                        const std::string& resume_position) {
-  // The settings a checkpoint saves, by their flags; the data's paths are
-  // left out (the same data may lie elsewhere on another host): its identity
-  // stands for it below.
-  static const std::pair<const char*, const char*> saved[] = {
-      {"epochs", "--epochs"},
-      {"seed", "--seed"},
-      {"batch", "--batch (the global batch)"},
-      {"lr", "--lr (as scaled)"},
-      {"momentum", "--momentum"},
-      {"nesterov", "--nesterov"},
-      {"weight_decay", "--weight-decay"},
-      {"clip_grad_norm", "--clip-grad-norm"},
-      {"label_smoothing", "--label-smoothing"},
-      {"freeze_backbone", "--freeze-backbone"},
-      {"backbone_lr_scale", "--backbone-lr-scale"},
-      {"schedule", "--schedule"},
-      {"warmup_epochs", "--warmup-epochs"},
-      {"augment", "--augment"},
-      {"normalize", "--normalize"},
-      {"input", "--input"},
-      {"limit", "--limit"},
-      {"test_limit", "--test-limit"},
-      {"drop_last", "--drop-last"},
-      {"test_fraction", "--test-fraction"},
-      {"sync_bn", "--sync-bn"},
-      {"dropout", "--no-dropout (dropout on)"},
-      {"precision", "--precision"},
-      {"memory_format", "--memory-format"}};
-  const std::map<std::string, std::string> meta = to_metadata(s);
   std::vector<NamedSetting> out;
   out.push_back({"the model", spec});
-  for (const auto& [key, name] : saved) out.push_back({name, meta.at(key)});
-  out.push_back({"--time-limit", s.time_limit ? s.time_limit->text : ""});
-  // The gradient buckets are the units of the sums across processes.
-  out.push_back({"--bucket-mb", std::to_string(s.bucket_mb)});
-  out.push_back({"--first-bucket-mb", std::to_string(s.first_bucket_mb)});
+  for (NamedSetting& setting : setting_agreement(s)) out.push_back(std::move(setting));
   out.push_back({"where the run starts (--resume)", resume_position.empty() ? "a new run" : resume_position});
-  // The pretrained weights by their contents (the path may differ between
-  // hosts): a process that read other weights would train another model
-  // under the same steps, and only the first process's would be saved.
-  out.push_back({"--init (the pretrained weights' contents)", s.init.empty() ? "none" : file_checksum(s.init)});
   out.push_back({"the data's format", format});
   add_data(out, "the training", &train);
   add_data(out, "the test", test);

@@ -14,9 +14,14 @@
 
 namespace lockstep::app {
 
-// What must be the same on every process of a run of `s`: `format` and the
-// data sets as opened (test may be null), `spec` the model that trains,
-// `resume_position` where a resumed run goes on ("" for a new run).
+// The settings the table (settings_table.h) says every process must hold
+// alike, by name and value.
+std::vector<NamedSetting> setting_agreement(const TrainSettings& s);
+
+// What must be the same on every process of a run of `s`: those settings,
+// `format` and the data sets as opened (test may be null), `spec` the model
+// that trains, `resume_position` where a resumed run goes on ("" for a new
+// run).
 std::vector<NamedSetting> run_settings(const TrainSettings& s, const std::string& spec, const std::string& format,
                                        const data::Dataset& train, const data::Dataset* test,
                                        const std::string& resume_position);

@@ -304,9 +304,11 @@ Tensor Graph::forward_all(Context& ctx, const Tensor& images, Mode mode, const S
     Node& node = nodes_[n];
     std::vector<Tensor> inputs = gather_inputs(node, x, batch, mode);
     Tensor out = (mode == Mode::eval ? node.eval_output : node.output).batch_slice(0, batch);
+    if (node_hook_) node_hook_(ctx, n, NodePass::forward, false);
     // A frozen node of a training step: the training plan's buffers, inference's arithmetic.
     node.layer->forward(ctx, inputs, out, frozen(n) ? Mode::eval : mode, step);
     if (round) ops::round_to_bf16(ctx, out);  // where a GPU stores the activation in bf16
+    if (node_hook_) node_hook_(ctx, n, NodePass::forward, true);
   }
   return x;
 }
@@ -363,10 +365,12 @@ TrainStepResult Graph::train_step(Context& ctx, const StepInfo& step, const Tens
       if (src >= 0) grad_written[src] = true;
     Tensor out = node.output.batch_slice(0, batch);
     Tensor out_grad = node.grad.batch_slice(0, batch);
+    if (node_hook_) node_hook_(ctx, n, NodePass::backward, false);
     node.layer->backward(ctx, inputs, out, out_grad, input_grads, modes);
     if (round)  // a GPU stores activation gradients in bf16 (added ones too: read, added in FP32, stored)
       for (Tensor& g : input_grads)
         if (g.defined()) ops::round_to_bf16(ctx, g);
+    if (node_hook_) node_hook_(ctx, n, NodePass::backward, true);
     if (on_grad_ready && node.first_param_offset >= 0) on_grad_ready(node.first_param_offset);
   }
   if (on_grad_ready) on_grad_ready(0);

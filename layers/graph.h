@@ -32,6 +32,7 @@
 // weights, their gradients, checkpoints and predictions are those of nchw.
 // The format is read from the context at every forward; a change lays the
 // activation buffer out again (flatten's aliasing depends on it).
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,14 @@ public:
   void freeze_backbone(bool frozen) { frozen_ = frozen; }
   void set_label_smoothing(float e) override { label_smoothing_ = e; }
   bool backbone_frozen() const { return frozen_; }
+
+  // Per-node profiling (lockstep-bench profile): when set, the graph calls
+  // the hook just before (done false) and just after (done true) each node's
+  // forward and backward, with the node's index, so it can put time marks
+  // (Context::mark_time) around them; unset, the default, nothing is called.
+  enum class NodePass { forward, backward };
+  using NodeHook = std::function<void(Context& ctx, size_t node, NodePass pass, bool done)>;
+  void set_node_hook(NodeHook hook) { node_hook_ = std::move(hook); }
 
   // Memory planning on (the default, unless LOCKSTEP_MEMORY_PLAN=off) or
   // off; a change takes effect at the next step, which lays the buffer out again.
@@ -176,6 +185,7 @@ private:
   float label_smoothing_ = 0.0f;
   bool layout_stale_ = false;  // planning switched since the buffer was laid out
   Tensor activations_;
+  NodeHook node_hook_;
 };
 
 }  // namespace lockstep

@@ -32,13 +32,17 @@ suites:
   kernels     fused SGD-momentum update against unfused passes and memcpy bandwidth
   peers       images/s against PyTorch on the same model, batch and synthetic data
   roofline    the least time a training step can take on a GPU, from its published peaks (a bound)
+  profile     one replica's step layer by layer: forward, data and weight gradient, batch-norm statistics,
+              update, each against its roofline bound, and host enqueue time against device time
 
 options (every suite; a suite notes the ones it has no use for):
   --devices all|cpu|LIST  all GPUs (the CPU when there is none), the CPU, or e.g. 0,1 / cuda:0 / cpu
-  --model NAME            mlp, simple-cnn, resnet18, resnet20, vgg11-bn (default: per suite and device)
+  --model NAME            mlp, simple-cnn, resnet18, resnet20, vgg11-bn (default: per suite and device;
+                          profile: resnet18 at batch 256 on a GPU, resnet20 at 64 on the CPU)
   --batch B               scaling: per-replica batch (strong scaling: B x max replicas global);
                           peers: the batch; envs: the global batch; projection, batch-sweep: one batch only
-  --steps N --warmup N    timed and untimed steps (kernels: repetitions; allreduce: iterations per size)
+  --steps N --warmup N    timed and untimed steps (kernels: repetitions; allreduce: iterations per size;
+                          profile: rounds, each an unmarked step and one step per window of marked layers)
   --json PATH --png PATH  outputs (default bench-SUITE.json / bench-SUITE.png in the current folder)
   --quick                 small models, few steps, little data: seconds a suite on a 2-core CPU
 options (some suites):
@@ -47,7 +51,7 @@ options (some suites):
   --busbw GB/S            projection: all-reduce bus bandwidth (default 370, an 8xH100 NVLink ring)
   --data PATH             batch-sweep, envs: data set (default Debian's Fashion-MNIST)
   --limit N --test-limit N --epochs N --lr LR   batch-sweep, envs: samples (0: all), epochs, constant lr
-  --input CxHxW --classes K   scaling, projection, peers, kernels: synthetic data / model shape
+  --input CxHxW --classes K   scaling, projection, peers, kernels, profile: synthetic data / model shape
   --threads T             CPU math threads, ours and PyTorch's (default: all hardware threads)
   --ranks LIST            allreduce: LocalCommunicator sizes (default 2, plus min(cores, 8) above 2 cores)
   --max-bytes N           allreduce: largest message (default 1 GB, quick 16 MB)
@@ -56,13 +60,14 @@ options (some suites):
                                      one whose torch sees CUDA first on a GPU), peer script
   --no-compile            peers: no torch.compile rows (each compiles for a minute or more)
   --tf32                  scaling, projection, peers on GPUs: TF32 math on both sides (default strict FP32)
-  --precision fp32|tf32|bf16   peers, scaling, roofline: tf32 is --tf32; bf16 (mixed precision) runs the
+  --precision fp32|tf32|bf16   peers, scaling, roofline, profile: tf32 is --tf32; bf16 (mixed precision) runs the
                           PyTorch peer with AMP bf16 and channels_last; lockstep in its bf16 mode (NHWC on a GPU)
-  --memory-format nchw|nhwc    peers, scaling: lockstep's activation layout (default: the library's, nhwc
+  --memory-format nchw|nhwc    peers, scaling, profile: lockstep's activation layout (default: the library's, nhwc
                           for tf32 and bf16 on a GPU, else nchw); the PyTorch peer runs both layouts on a GPU
   --eager                 peers: lockstep's eager step, its phases timed (default on a GPU: the step
                           replayed from a CUDA graph, as lockstep train runs it)
-  --gpu KEY               roofline: h100, h200, a100 (and h100-pcie, h100-nvl, h200-nvl, a100-pcie, a100-40gb)
+  --gpu KEY               roofline: h100, h200, a100 (and h100-pcie, h100-nvl, h200-nvl, a100-pcie, a100-40gb);
+                          profile: the bounds' GPU (default the device's own, else h100)
 )";
 }
 

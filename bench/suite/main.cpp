@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::function<SuiteResult(const Options&)>> suites{
       {"scaling", run_scaling}, {"projection", run_projection}, {"batch-sweep", run_batch_sweep},
       {"envs", run_envs},       {"allreduce", run_allreduce},   {"kernels", run_kernels},
-      {"peers", run_peers},     {"roofline", run_roofline}};
+      {"peers", run_peers},     {"roofline", run_roofline},     {"profile", run_profile}};
   if (all) {
     int failures = 0;
     try {
@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
                              "bench-SUITE.json and bench-SUITE.png here\n");
         return 2;
       }
-      for (const char* name : {"scaling", "projection", "batch-sweep", "envs", "allreduce", "kernels", "peers", "roofline"}) {
+      for (const char* name : {"scaling", "projection", "batch-sweep", "envs", "allreduce", "kernels", "peers",
+                               "roofline", "profile"}) {
         o.suite = name;
         try {
           report(o, suites.at(name)(o));
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
     if (suite == "_steps" || suite == "_train") return child_main(suite, o);
     auto it = suites.find(suite);
     if (it == suites.end()) {
-      std::fprintf(stderr, "lockstep-bench: unknown suite '%s' (scaling, projection, batch-sweep, envs, allreduce, kernels, peers, roofline)\n",
+      std::fprintf(stderr, "lockstep-bench: unknown suite '%s' (scaling, projection, batch-sweep, envs, allreduce, "
+                           "kernels, peers, roofline, profile)\n",
                    suite.c_str());
       return 2;
     }

@@ -1,15 +1,17 @@
 #!/usr/bin/python3
 """Smoke test of one lockstep-bench suite (tests/bench.cmake runs it for each).
 
-  smoke_check.py LOCKSTEP_BENCH SUITE OUTDIR [--no-png]
+  smoke_check.py LOCKSTEP_BENCH SUITE OUTDIR [--no-png] [--devices D]
 
-Runs `lockstep-bench SUITE --devices cpu --quick` and checks what it
-produces, not how fast it is: a Markdown table on stdout, a JSON file with
-the machine, the versions, the settings and the suite's rows, and a non-empty
-PNG (unless --no-png: no gnuplot on this machine, which the JSON must then say).
+Runs `lockstep-bench SUITE --devices cpu --quick` (or --devices D: the
+emulated GPU build runs profile on device 0) and checks what it produces,
+not how fast it is: a Markdown table on stdout, a JSON file with the machine,
+the versions, the settings and the suite's rows, and a non-empty PNG (unless
+--no-png: no gnuplot on this machine, which the JSON must then say).
 """
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -61,7 +63,7 @@ def positive(row, key):
     return value
 
 
-def check_scaling(doc, stdout):
+def check_scaling(doc, stdout, bench):
     kinds = {r["scaling"] for r in doc["rows"]}
     if kinds != {"weak", "strong"}:
         fail("scaling rows are %r, expected weak and strong" % kinds)
@@ -80,7 +82,7 @@ def check_scaling(doc, stdout):
         fail("the table does not say that same-device rows are replication overhead")
 
 
-def check_projection(doc, stdout):
+def check_projection(doc, stdout, bench):
     if doc["kind"] != "projection" or "PROJECTION" not in stdout:
         fail("projection output is not labelled a projection")
     for r in doc["rows"]:
@@ -96,7 +98,7 @@ def check_projection(doc, stdout):
         positive(r, "gradient_bytes")
 
 
-def check_batch_sweep(doc, stdout):
+def check_batch_sweep(doc, stdout, bench):
     seen = {(r["batch"], r["replicas"]) for r in doc["rows"]}
     for b in [16, 32, 64, 96, 128, 256]:
         for n in [1, 2]:
@@ -110,7 +112,7 @@ def check_batch_sweep(doc, stdout):
             fail("test accuracy %r" % r["test_accuracy"])
 
 
-def check_envs(doc, stdout):
+def check_envs(doc, stdout, bench):
     rows = {r["environment"]: r for r in doc["rows"]}
     if rows.get("CPU", {}).get("status") != "measured":
         fail("envs: the CPU row was not measured: %r" % rows.get("CPU"))
@@ -123,7 +125,7 @@ def check_envs(doc, stdout):
             fail("envs: the table does not say 'not present'")
 
 
-def check_allreduce(doc, stdout):
+def check_allreduce(doc, stdout, bench):
     sizes = sorted({r["bytes"] for r in doc["rows"]})
     if sizes[0] != 4096 or sizes[-1] != 16 << 20:
         fail("allreduce sizes run from %d to %d, expected 4 KB to 16 MB in quick mode" % (sizes[0], sizes[-1]))
@@ -138,7 +140,7 @@ def check_allreduce(doc, stdout):
         fail("allreduce does not say why there are no NCCL rows")
 
 
-def check_kernels(doc, stdout):
+def check_kernels(doc, stdout, bench):
     names = {r["implementation"] for r in doc["rows"] if r["device"] == "cpu"}
     if names != {"memcpy", "fused sgd_step", "unfused, 4 passes"}:
         fail("kernels rows on the CPU are %r" % names)
@@ -149,7 +151,7 @@ def check_kernels(doc, stdout):
             fail("kernels: %d parameters, expected resnet18's 11M" % r["parameters"])
 
 
-def check_peers(doc, stdout):
+def check_peers(doc, stdout, bench):
     ours = [r for r in doc["rows"] if r["engine"] == "lockstep"]
     if not ours or "error" in ours[0]:
         fail("peers: no lockstep row: %r" % doc["rows"])
@@ -164,7 +166,7 @@ def check_peers(doc, stdout):
             fail("peers: the notes do not say which thread counts were used")
 
 
-def check_roofline(doc, stdout):
+def check_roofline(doc, stdout, bench):
     """A bound, labelled as one, whose total is the sum over layers of
     max(FLOPs / peak, bytes / bandwidth) with the peaks it states."""
     if doc["kind"] != "bound" or "not measured" not in doc["title"] or "BOUND, not a measurement" not in stdout:
@@ -191,6 +193,74 @@ def check_roofline(doc, stdout):
              % (planned, own), stdout)
 
 
+def check_profile(doc, stdout, bench):
+    """Every node of the model once, as the roofline suite lists the graph's
+    nodes; each timed part positive and finite; the rows summing to the
+    marked step within the tolerance the JSON states (at most 25%); a bound
+    on every layer. The figures themselves are not checked: on the emulated
+    GPU they mean nothing, and on a shared CPU they are noise."""
+    s = doc["settings"]
+    ref = bench(["roofline", "--model", s["model"], "--input", s["input"], "--batch", str(s["batch"]),
+                 "--precision", s["precision"], "--classes", str(s["classes"])])
+    nodes = [r["layer"] for r in ref["rows"] if r["type"] not in ("softmax_cross_entropy", "sgd")]
+    layers = [r for r in doc["rows"] if r["kind"] == "layer"]
+    if [r["layer"] for r in layers] != nodes or s["nodes"] != len(nodes):
+        fail("profile: the layer rows %r are not the graph's nodes %r, each once, in order"
+             % ([r["layer"] for r in layers], nodes))
+
+    def timed(row, key, may_be_zero=False):
+        v = row.get(key)
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (v == 0 and not may_be_zero):
+            fail("profile: %s of %s is %r, not a positive finite time" % (key, row["layer"], v))
+        return v
+
+    for r in layers:
+        # flatten of NCHW is an alias: no work, so its marks may meet.
+        idle = r["type"] == "flatten"
+        total = timed(r, "forward_seconds", idle) + timed(r, "backward_seconds", idle)
+        if abs(total - r["seconds"]) > 1e-12 + 1e-9 * total:
+            fail("profile: %s: seconds %r is not forward + backward %r" % (r["layer"], r["seconds"], total))
+        if r["type"] in ("conv2d", "linear"):
+            timed(r, "weight_gradient_seconds")
+            if r["split"] == "apart" and r["data_gradient_seconds"] is not None:
+                timed(r, "data_gradient_seconds")
+            if r["split"] == "weight gradient only" and r["weight_gradient_seconds"] != r["backward_seconds"]:
+                fail("profile: %s reads the images, yet its weight gradient is not its backward" % r["layer"])
+        bound = r.get("bound", {})
+        if not isinstance(bound.get("seconds"), (int, float)) or not math.isfinite(bound["seconds"]) or \
+                bound["seconds"] < 0 or bound.get("limited_by") not in ("compute", "memory", "-"):
+            fail("profile: %s has no bound: %r" % (r["layer"], bound))
+        if r["type"] == "conv2d" and not bound["seconds"] > 0:
+            fail("profile: convolution %s has a zero bound" % r["layer"])
+    phases = {r["layer"]: r for r in doc["rows"] if r["kind"] == "phase"}
+    if set(phases) != {"input (conversion)", "loss", "batch-norm statistics", "sgd update"}:
+        fail("profile: the phase rows are %r" % list(phases))
+    timed(phases["input (conversion)"], "seconds", True)
+    for name in ("loss", "batch-norm statistics", "sgd update"):
+        timed(phases[name], "seconds")
+    for name in ("loss", "sgd update"):
+        if not phases[name].get("bound", {}).get("seconds", 0) > 0:
+            fail("profile: the %s row has no bound" % name)
+
+    step = s["step"]
+    parts = sum(r["seconds"] for r in doc["rows"])
+    if abs(parts - step["parts_seconds"]) > 1e-9 * parts:
+        fail("profile: the rows sum to %r, the JSON says %r" % (parts, step["parts_seconds"]))
+    for key in ("marked_seconds", "unmarked_seconds", "host_enqueue_seconds", "host_step_seconds", "bound_seconds"):
+        timed(dict(step, layer="step"), key)
+    if not 0 < step["tolerance"] <= 0.25:
+        fail("profile: a tolerance of %r" % step["tolerance"])
+    if abs(step["marked_seconds"] - parts) > step["tolerance"] * step["marked_seconds"] or not step["consistent"]:
+        fail("profile: the rows sum to %r s, the marked step took %r s: outside %r" %
+             (parts, step["marked_seconds"], step["tolerance"]), stdout)
+    if not math.isfinite(step["last_loss"]):
+        fail("profile: the last step's loss is %r" % step["last_loss"])
+    if s["emulated"] and "EMULATED GPU" not in doc["title"]:
+        fail("profile: an emulated run not labelled so: %r" % doc["title"])
+    if "sum of the rows" not in stdout or "host enqueue" not in stdout:
+        fail("profile: the table lacks the step's rows", stdout)
+
+
 CHECKS = {
     "scaling": check_scaling,
     "projection": check_projection,
@@ -200,6 +270,7 @@ CHECKS = {
     "kernels": check_kernels,
     "peers": check_peers,
     "roofline": check_roofline,
+    "profile": check_profile,
 }
 
 
@@ -209,13 +280,14 @@ def main(argv):
         return 2
     binary, suite, outdir = argv[0], argv[1], argv[2]
     want_png = "--no-png" not in argv[3:]
+    devices = argv[argv.index("--devices") + 1] if "--devices" in argv[3:-1] else "cpu"
     os.makedirs(outdir, exist_ok=True)
     json_path = os.path.join(outdir, suite + ".json")
     png_path = os.path.join(outdir, suite + ".png")
     for path in (json_path, png_path):
         if os.path.exists(path):
             os.remove(path)
-    cmd = [binary, suite, "--devices", "cpu", "--quick", "--json", json_path, "--png", png_path]
+    cmd = [binary, suite, "--devices", devices, "--quick", "--json", json_path, "--png", png_path]
     proc = subprocess.run(cmd, cwd=outdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=170)
     out = proc.stdout
     if proc.returncode != 0:
@@ -229,7 +301,18 @@ def main(argv):
     except (OSError, ValueError) as e:
         fail("cannot read the JSON %s: %s" % (json_path, e), out)
     check_common(doc, suite, png_path if want_png else None)
-    CHECKS[suite](doc, out)
+
+    def bench(args):
+        """Another run of lockstep-bench (a suite to check against): its JSON."""
+        path = os.path.join(outdir, suite + "-reference.json")
+        ran = subprocess.run([binary] + args + ["--json", path, "--png", os.path.join(outdir, suite + "-reference.png")],
+                             cwd=outdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=170)
+        if ran.returncode != 0:
+            fail("%s exited with %d" % (" ".join(args), ran.returncode), ran.stdout)
+        with open(path) as f:
+            return json.load(f)
+
+    CHECKS[suite](doc, out, bench)
     if want_png:
         if not os.path.exists(png_path) or os.path.getsize(png_path) == 0:
             fail("no PNG at %s" % png_path, out)

@@ -16,6 +16,8 @@ SuiteResult run_kernels(const Options& o);
 SuiteResult run_peers(const Options& o);
 // Computes, measures nothing (roofline.cpp, gpu_peaks.h).
 SuiteResult run_roofline(const Options& o);
+// One replica's step layer by layer against the roofline bound (profile.cpp, profile_steps.h).
+SuiteResult run_profile(const Options& o);
 
 // Flags that make a child (`_steps`) measure `global_batch` samples a step
 // with the given replicas, the model and shape of `o`.

@@ -78,7 +78,10 @@ struct TrainSettings {
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
   double bucket_mb = 25.0;      // gradient all-reduce bucket size (MiB); results do not depend on it
   double first_bucket_mb = 1.0; // the first bucket's, smaller so communication starts early in backward
-  bool cuda_graphs = false;     // replay each GPU step from a CUDA graph (ReplicaOptions::cuda_graphs); not saved
+  // auto, on or off: GPU steps replayed from a CUDA graph (ReplicaOptions::
+  // cuda_graphs) where the replicas allow one; on also says when they do
+  // not, and is refused on the CPU; not saved.
+  std::string cuda_graphs = "auto";
   // fp32, tf32 or bf16 (runtime/precision.h): tf32 allows TF32 tensor-core
   // math on a GPU and computes in FP32 on the CPU; bf16 stores activations in
   // bf16 on a GPU and rounds them in FP32 storage on the CPU. Saved, so

@@ -136,8 +136,10 @@ std::vector<SettingEntry> declare_settings() {
                   .checked([](const S& s) { check_bucket(s.first_bucket_mb, "--first-bucket-mb"); }));
   // Checked against the devices in settings_checks.cpp.
   t.push_back(setting(&S::cuda_graphs, "--cuda-graphs",
-                      "GPU replicas capture a step into a CUDA graph and replay it while the batch size stays "
-                      "(replicas sharing a GPU run eagerly)"));
+                      "auto (the default), on or off: GPU replicas capture a step into a CUDA graph and replay "
+                      "it while the batch size stays, where each replica has a GPU of its own in one process "
+                      "(others run eagerly; on says so); off runs every step eagerly")
+                  .validated(CLI::IsMember({"auto", "on", "off"})));
   // A precision or memory format this build does not know is the
   // checkpoint's error (reworded as such); both saved so --resume continues
   // in the same.
@@ -151,7 +153,7 @@ std::vector<SettingEntry> declare_settings() {
   t.push_back(setting(&S::memory_format, "--memory-format",
                       "nchw or nhwc: how the activations lie in memory (channels-last, cuDNN's NHWC "
                       "convolutions on a GPU); the weights, checkpoints and predictions are the same. Default: "
-                      "nhwc for --precision bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
+                      "nhwc for --precision tf32 and bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
                   .validated(CLI::IsMember({"nchw", "nhwc"}))
                   .saved("memory_format")
                   .agreed());

@@ -171,8 +171,8 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   }
   ReplicaModels models(s, spec, train_data.train->class_names());
   ReplicaManager replicas(models.factory(), devices, replica_options(s, world));
-  if (first && s.cuda_graphs && !replicas.graphs_in_use())
-    std::fprintf(stderr, "notice: --cuda-graphs: steps run eagerly, %s\n",
+  if (first && s.cuda_graphs == "on" && !replicas.graphs_in_use())
+    std::fprintf(stderr, "notice: --cuda-graphs on: steps run eagerly, %s\n",
                  replicas.replicas_share_a_device()
                      ? "since replicas sharing a GPU wait for it on the host in each gradient sum"
                      : "since a run across processes keeps its collectives eager for their watchdog");
@@ -185,6 +185,10 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
   print_data_and_model_notes(s, train_data, imagenet_by_default);
   if (models.initialised()) print_init(s, models.init_result(), train_data.train->num_classes(), loaders.train->normalization());
+  if (devices[0].is_cuda())
+    std::printf("%s\n", replicas.graphs_in_use() ? "steps replayed from a CUDA graph while the batch size stays "
+                                                   "(--cuda-graphs off: every step eager)"
+                                                 : "steps queued eagerly (--cuda-graphs)");
   return run_and_report(s, spec, train_data, loaders, trainer);
 }
 

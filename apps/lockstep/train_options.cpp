@@ -43,7 +43,7 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   const auto bytes = [](double mib) { return static_cast<size_t>(mib * double(1 << 20)); };
   options.bucket_bytes = bytes(s.bucket_mb);
   options.first_bucket_bytes = bytes(s.first_bucket_mb);
-  options.cuda_graphs = s.cuda_graphs;
+  options.cuda_graphs = s.cuda_graphs != "off";
   return options;
 }
 

@@ -46,7 +46,8 @@ class CliArguments(CliTestCase):
             (["--limit", "-3"], "--limit: expected a whole number"),
             (["--test-limit", "0"], "--test-limit 0 tests on no sample"),
             (["--warmup-epochs", "5"], "--warmup-epochs 5 lasts beyond the run of 1 epochs"),
-            (["--cuda-graphs"], "--cuda-graphs replays GPU steps"),
+            (["--cuda-graphs", "on"], "--cuda-graphs on replays GPU steps"),
+            (["--cuda-graphs", "yes"], "--cuda-graphs: yes not in {auto,on,off}"),
             (["--nesterov", "--momentum", "0"], "--nesterov is a kind of momentum"),
         ]
         for args, needle in cases:

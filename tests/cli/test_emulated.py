@@ -117,15 +117,28 @@ class Emulated(unittest.TestCase):
         self.assertLess(normwise_relative(a, b), 1e-4)
         self.assertGreater(normwise_relative(c, b), 1e-3)  # the smoothing moved the weights
 
+    def test_two_emulated_devices_replay_steps_from_a_cuda_graph_by_default_as_eager_steps(self):
+        # The default (--cuda-graphs auto) captures the second step at a
+        # batch size and replays it; every tensor ends as with eager steps,
+        # bit for bit (dropout's draws read the step from the device).
+        two = ["--devices", "0,1"]
+        graphed = self.train("graphed.safetensors", two, precision="tf32")
+        self.assertIn("steps replayed from a CUDA graph", self.last_stdout)
+        eager = self.train("eager.safetensors", two, precision="tf32", extra=["--cuda-graphs", "off"])
+        self.assertIn("steps queued eagerly", self.last_stdout)
+        self.assertEqual(sorted(graphed), sorted(eager))
+        for k in graphed:
+            self.assertEqual(graphed[k], eager[k], k)
+
     def test_cuda_graphs_on_replicas_sharing_a_device_run_eagerly_and_say_so(self):
         # Their local communicator waits for the device on the host inside
         # every gradient sum, which no capture holds: a real H200 failed such
         # a run with cudaErrorStreamCaptureUnsupported before steps fell back.
         shared = ["--devices", "0", "--replicas", "2"]
         ck = os.path.join(self.tmp, "graphs.safetensors")
-        r = run(["train"] + RUN + shared + ["--cuda-graphs", "--checkpoint", ck], self.tmp, timeout=900)
+        r = run(["train"] + RUN + shared + ["--cuda-graphs", "on", "--checkpoint", ck], self.tmp, timeout=900)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("notice: --cuda-graphs: steps run eagerly, since replicas sharing a GPU", r.stderr)
+        self.assertIn("notice: --cuda-graphs on: steps run eagerly, since replicas sharing a GPU", r.stderr)
         eager = self.train("eager.safetensors", shared)
         graphs = read_safetensors(ck)[1]
         for k in eager:

@@ -2,8 +2,9 @@
 # emulated GPU build (included by emu/CMakeLists.txt). Each is a static library
 # of extern "C" functions with the real headers' declarations, so lockstep's
 # host code links against them unchanged; they queue their work on the
-# emulated runtime's streams (lockstep_emu_cudart) and compute with the CPU
-# reference kernels (lockstep_kernels_cpu).
+# emulated runtime's streams (lockstep_emu_cudart) and compute with code of
+# their own (OpenBLAS for the products), never lockstep's CPU kernels, which
+# the emulated tests check them against.
 set(_standins ${CMAKE_CURRENT_SOURCE_DIR})
 
 add_library(lockstep_emu_cudnn STATIC
@@ -11,9 +12,10 @@ add_library(lockstep_emu_cudnn STATIC
   ${_standins}/cudnn/descriptors.cpp
   ${_standins}/cudnn/layout.cpp
   ${_standins}/cudnn/conv_problem.cpp
+  ${_standins}/cudnn/direct_math.cpp
   ${_standins}/cudnn/conv.cpp
   ${_standins}/cudnn/pooling.cpp)
-target_link_libraries(lockstep_emu_cudnn PUBLIC lockstep_emu_cudart PRIVATE lockstep_kernels_cpu)
+target_link_libraries(lockstep_emu_cudnn PUBLIC lockstep_emu_cudart PRIVATE PkgConfig::OPENBLAS)
 
 add_library(lockstep_emu_cublas STATIC
   ${_standins}/cublas/handle.cpp

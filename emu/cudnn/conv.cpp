@@ -13,7 +13,7 @@ using namespace lockstep::emu::cudnn;
 namespace {
 
 cudnnMathType_t reported_math(const ConvProblem& p) {
-  // Default math: TF32 allowed, the CPU reference computing on TF32-rounded
+  // Default math: TF32 allowed, the stand-in computing on TF32-rounded
   // operands (conv_problem.cpp); FMA math: plain FP32. bf16 data: the
   // tensor-op math as asked (cuDNN's tensor-core kernels need it; the
   // default math leaves bf16 on its slow FMA kernels), else the default.

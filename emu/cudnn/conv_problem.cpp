@@ -7,7 +7,7 @@
 
 #include "emu/cudnn/layout.h"
 #include "emu/runtime/emu_runtime.h"
-#include "kernels/cpu/conv_cpu.h"
+#include "emu/cudnn/direct_math.h"
 #include "kernels/tf32_math.h"
 
 namespace lockstep::emu::cudnn {
@@ -31,10 +31,10 @@ Names names(Direction d) {
 }
 
 // Two emulated algorithms per direction: one that keeps its column buffer in
-// the caller's workspace (sized as the CPU reference's scratch) and one that
+// the caller's workspace (one sample's columns, direct_math.h) and one that
 // needs none. Determinism is what cuDNN documents for the algorithm, so the
 // caller's "deterministic only" filtering is exercised; the computation itself
-// is the same deterministic CPU reference either way.
+// is the stand-in's own deterministic one either way.
 const Algorithm kForward[] = {
     {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, true, false, CUDNN_DETERMINISTIC},
     {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, true, true, CUDNN_DETERMINISTIC},
@@ -117,6 +117,10 @@ void round_to_tf32(std::vector<float>& v) {
 
 }  // namespace
 
+DirectConv direct(const ConvGeometry& g) {
+  return {g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding, g.out_h, g.out_w};
+}
+
 cudnnStatus_t resolve(Direction direction, const char* call, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
                       cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y, ConvProblem& out) {
   const Names n = names(direction);
@@ -138,7 +142,7 @@ cudnnStatus_t resolve(Direction direction, const char* call, cudnnTensorDescript
     return fail(CUDNN_STATUS_BAD_PARAM, at(call, std::string(n.x) + " " + dims_text(x->dims) + " has " +
                                                      std::to_string(x->dims[1]) + " channels, the filter " +
                                                      dims_text(w->dims) + " " + std::to_string(w->dims[1])));
-  // The CPU reference computes square kernels with one stride and one padding.
+  // The stand-in computes square kernels with one stride and one padding.
   if (w->dims[2] != w->dims[3])
     return fail(CUDNN_STATUS_NOT_SUPPORTED_SHAPE, at(call, "non-square filters are not emulated"));
   if (conv->pad[0] != conv->pad[1] || conv->stride[0] != conv->stride[1])
@@ -180,7 +184,7 @@ cudnnStatus_t find_algorithm(Direction d, int algo, const char* call, const Algo
 }
 
 size_t workspace_bytes(const Algorithm& a, const ConvProblem& p) {
-  return a.uses_workspace ? size_t(cpu::conv_scratch_floats(p.g)) * sizeof(float) : 0;
+  return a.uses_workspace ? size_t(direct_conv_columns(direct(p.g))) * sizeof(float) : 0;
 }
 
 cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, const Algorithm& a, float alpha,
@@ -227,11 +231,11 @@ cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, 
   const bool use_workspace = a.uses_workspace;
   auto work = [p, alpha, beta, ptr, workspace, use_workspace, elapsed_ms] {
     const auto start = std::chrono::steady_clock::now();
-    const ConvGeometry& g = p.g;
+    const DirectConv g = direct(p.g);
     std::vector<float> own_scratch;
     float* scratch = static_cast<float*>(workspace);
     if (!use_workspace) {
-      own_scratch.resize(size_t(cpu::conv_scratch_floats(g)));
+      own_scratch.resize(size_t(direct_conv_columns(g)));
       scratch = own_scratch.data();
     }
     std::vector<float> xs(size_t(tensor_count(p.x))), ys(size_t(tensor_count(p.y))), ws(size_t(tensor_count(p.w)));
@@ -251,17 +255,17 @@ cudnnStatus_t run(cudnnHandle_t handle, const char* call, const ConvProblem& p, 
     switch (p.direction) {
       case Direction::forward:
         operands(xs, p.x, ws, p.w);
-        cpu::conv2d_forward(g, xs.data(), ws.data(), nullptr, ys.data(), scratch);
+        direct_conv_forward(g, xs.data(), ws.data(), ys.data(), scratch);
         blend(p.y, ys.data(), alpha, beta, ptr.out);
         break;
       case Direction::backward_data:
         operands(ws, p.w, ys, p.y);
-        cpu::conv2d_backward_data(g, ys.data(), ws.data(), xs.data(), false, scratch);
+        direct_conv_backward_data(g, ys.data(), ws.data(), xs.data(), scratch);
         blend(p.x, xs.data(), alpha, beta, ptr.out);
         break;
       case Direction::backward_filter:
         operands(xs, p.x, ys, p.y);
-        cpu::conv2d_backward_filter(g, xs.data(), ys.data(), ws.data(), scratch);
+        direct_conv_backward_filter(g, xs.data(), ys.data(), ws.data(), scratch);
         blend(p.w, ws.data(), alpha, beta, ptr.out);
         break;
     }

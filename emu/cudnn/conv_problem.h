@@ -1,6 +1,6 @@
 #pragma once
 // One convolution call's problem, checked: the descriptors resolved into the
-// CPU reference's ConvGeometry, the algorithms the stand-in emulates with
+// ConvGeometry, the algorithms the stand-in emulates with
 // their workspace needs, and the queueing of one run on the handle's stream.
 #include <cstddef>
 #include <memory>
@@ -11,6 +11,10 @@
 namespace lockstep::emu::cudnn {
 
 enum class Direction { forward, backward_data, backward_filter };
+
+struct DirectConv;
+// The stand-in's own arithmetic's view of a checked geometry (direct_math.h).
+DirectConv direct(const ConvGeometry& g);
 
 struct ConvProblem {
   Direction direction = Direction::forward;

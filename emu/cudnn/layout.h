@@ -1,6 +1,6 @@
 #pragma once
 // Moving tensors between the strided layout a descriptor gives and the packed
-// NCHW layout the CPU reference computes in. Strides are used exactly as
+// NCHW layout the stand-in computes in. Strides are used exactly as
 // given, so a descriptor with a wrong stride reads and writes the wrong
 // elements, as it would on a GPU.
 #include <cstddef>

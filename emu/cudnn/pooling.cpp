@@ -1,5 +1,6 @@
-// The emulated cuDNN's pooling: forward and backward through the CPU
-// reference (kernels/cpu/pool_cpu.h), with strided descriptors gathered into
+// The emulated cuDNN's pooling: forward and backward with the stand-in's own
+// loops (direct_math.h), never the CPU kernels the emulated tests check them
+// against, with strided descriptors gathered into
 // packed planes and results blended back as y = alpha * op + beta * y.
 #include <string>
 #include <vector>
@@ -7,7 +8,8 @@
 #include "emu/cudnn/internal.h"
 #include "emu/cudnn/layout.h"
 #include "emu/runtime/emu_runtime.h"
-#include "kernels/cpu/pool_cpu.h"
+#include "emu/cudnn/direct_math.h"
+#include "kernels/pool_geometry.h"
 
 using namespace lockstep::emu::cudnn;
 
@@ -21,7 +23,7 @@ struct PoolProblem {
   cudnnTensorStruct x, y;
 };
 
-// What the CPU reference computes: square windows, one padding and stride,
+// What the stand-in computes: square windows, one padding and stride,
 // max (NaN propagated) or an average that counts the padding.
 cudnnStatus_t resolve(const char* call, cudnnPoolingDescriptor_t pool, cudnnTensorDescriptor_t x,
                       cudnnTensorDescriptor_t y, PoolProblem& out) {
@@ -63,6 +65,10 @@ cudnnStatus_t queue(cudnnHandle_t handle, const char* call, std::function<void()
   return CUDNN_STATUS_SUCCESS;
 }
 
+DirectPool direct(const lockstep::PoolGeometry& g) {
+  return {g.planes, g.in_h, g.in_w, g.out_h, g.out_w, g.window.kernel, g.window.stride, g.window.padding};
+}
+
 bool same_dims(const cudnnTensorStruct& a, const cudnnTensorStruct& b) {
   for (int i = 0; i < 4; ++i)
     if (a.dims[i] != b.dims[i]) return false;
@@ -93,9 +99,9 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
     std::vector<float> xs(size_t(tensor_count(p.x))), ys(size_t(tensor_count(p.y)));
     gather(p.x, in, xs.data());
     if (p.max)
-      lockstep::cpu::max_pool2d_forward(xs.data(), ys.data(), p.g);
+      direct_max_pool_forward(direct(p.g), xs.data(), ys.data());
     else
-      lockstep::cpu::avg_pool2d_forward(xs.data(), ys.data(), p.g);
+      direct_avg_pool_forward(direct(p.g), xs.data(), ys.data());
     blend(p.y, ys.data(), a, b, out);
   });
 }
@@ -138,9 +144,9 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
       // The arg-max is found again from x (the first on ties), as the
       // deterministic cuDNN mode routes each gradient to one place.
       gather(p.x, xin, xs.data());
-      lockstep::cpu::max_pool2d_backward(xs.data(), dys.data(), dxs.data(), p.g, false);
+      direct_max_pool_backward(direct(p.g), xs.data(), dys.data(), dxs.data());
     } else {
-      lockstep::cpu::avg_pool2d_backward(dys.data(), dxs.data(), p.g, false);
+      direct_avg_pool_backward(direct(p.g), dys.data(), dxs.data());
     }
     blend(dx_layout, dxs.data(), a, b, out);
   });

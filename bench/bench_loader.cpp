@@ -47,7 +47,7 @@
 #include "bench/support/args.h"
 #include "bench/support/machine.h"
 #include "bench/support/photo_folder.h"
-#include "data/cache_file.h"
+#include "data/cache_writer.h"
 
 namespace fs = std::filesystem;
 using namespace lockstep;

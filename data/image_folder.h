@@ -66,7 +66,6 @@ public:
   // From now on each image is decoded once and kept (as the cache option
   // does); call before the folder is shared between threads.
   void keep_decoded();
-  bool keeps_decoded() const { return cache_state_ != nullptr; }
   const BadFiles& skipped() const { return skipped_; }
 
 private:

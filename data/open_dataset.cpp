@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "data/cache_file.h"
+#include "data/cache_reader.h"
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/image_folder.h"
@@ -73,15 +73,6 @@ void settle_cache(DataSets& sets, const std::vector<std::shared_ptr<ImageFolder>
 }
 
 }  // namespace
-
-const char* format_name(DataFormat format) {
-  switch (format) {
-    case DataFormat::idx: return "IDX";
-    case DataFormat::cifar10: return "CIFAR-10";
-    case DataFormat::image_folder: return "image folder";
-  }
-  return "?";
-}
 
 DataSets open_dataset(const std::string& path, const DataOptions& options) {
   if (is_cache_file(path)) return open_cache_file(path, options);

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/communicator.h"
+#include "distributed/communicator_interface.h"
 #include "distributed/process_group.h"
 #include "distributed/rank_barrier.h"
 

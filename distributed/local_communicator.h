@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/communicator.h"
+#include "distributed/communicator_interface.h"
 #include "distributed/rank_barrier.h"
 
 namespace lockstep {

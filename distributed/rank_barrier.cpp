@@ -15,12 +15,6 @@ void RankBarrier::cancelled(int rank, const char* collective) {
   LS_CANCEL("collective ", collective, " on rank ", rank, where_, " cancelled: ", reason_);
 }
 
-void RankBarrier::throw_if_aborted(int rank, const char* collective) {
-  if (!aborted_.load()) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  cancelled(rank, collective);
-}
-
 void RankBarrier::arrive_and_wait(int rank, const char* collective) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (aborted_.load()) cancelled(rank, collective);

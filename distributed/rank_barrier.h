@@ -24,8 +24,6 @@ public:
   RankBarrier(int ranks, std::chrono::milliseconds timeout, std::string where = "");
   void arrive_and_wait(int rank, const char* collective);
   void abort(const std::string& reason);
-  // Throws Cancelled with the abort's reason when the barrier was aborted.
-  void throw_if_aborted(int rank, const char* collective);
   // Set once aborted: for a wait elsewhere that must give up alongside (ProcessGroup::finish).
   const std::atomic<bool>& aborted() const { return aborted_; }
 

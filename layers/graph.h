@@ -94,7 +94,6 @@ public:
   // unless its learning rate is scaled to 0 as well (SgdConfig).
   void freeze_backbone(bool frozen) { frozen_ = frozen; }
   void set_label_smoothing(float e) override { label_smoothing_ = e; }
-  bool backbone_frozen() const { return frozen_; }
 
   // Per-node profiling (lockstep-bench profile): when set, the graph calls
   // the hook just before (done false) and just after (done true) each node's
@@ -142,7 +141,6 @@ private:
     Tensor output, grad, eval_output;
   };
 
-  const Node& checked_input_node(int index) const;
   // The head's node index (node_count() when no node has parameters).
   size_t head_index() const;
   // Whether node n runs as in inference in a training step: a frozen backbone's.

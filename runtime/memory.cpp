@@ -4,10 +4,6 @@
 
 #include "base/error.h"
 
-#if LOCKSTEP_WITH_CUDA
-#include "runtime/cuda/cuda_memory.h"
-#endif
-
 namespace lockstep {
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {

@@ -12,4 +12,12 @@ namespace lockstep {
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 void zero_bytes(void* dst, Device device, size_t bytes);
 
+#if LOCKSTEP_WITH_CUDA
+// The CUDA backend's forms of the two above, for bytes on a GPU: declared
+// here and defined in runtime/cuda/cuda_memory.cpp, so memory.cpp includes
+// nothing of runtime/cuda/ (docs/architecture.md, "Folders").
+void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+void cuda_zero_bytes(void* dst, Device device, size_t bytes);
+#endif
+
 }  // namespace lockstep

@@ -23,3 +23,20 @@ foreach(t test_a_stage_within_its_share_passes test_a_stage_over_its_share_fails
   set_tests_properties(build.StageBudget.${t} PROPERTIES LABELS build TIMEOUT 60
     ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endforeach()
+
+# What docs/architecture.md says of the sources (the layer table's includes,
+# the cuda/ halves, include loops, file sizes, emu/, the batch slice's
+# formula), checked on the sources; each rule also on a planted violation.
+foreach(t test_the_page_has_a_layer_table_with_an_includes_column
+          test_no_include_goes_against_the_layer_table test_a_planted_upward_or_sideways_include_fails_naming_it
+          test_no_file_of_a_layer_includes_its_cuda_half_from_outside_it
+          test_a_planted_include_of_the_cuda_half_fails_naming_it
+          test_the_only_include_loops_are_the_known_ones test_a_planted_loop_fails_naming_its_includes
+          test_no_product_source_is_over_600_lines test_a_planted_long_source_fails_naming_it
+          test_emu_includes_what_the_page_says test_a_planted_emu_include_fails_naming_it
+          test_the_page_gives_the_slice_formula_the_unit_test_checks test_a_page_with_another_slice_formula_fails)
+  add_test(NAME build.SourceRules.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/build/test_source_rules.py
+           SourceRules.${t})
+  set_tests_properties(build.SourceRules.${t} PROPERTIES LABELS build TIMEOUT 60
+    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endforeach()

@@ -1,5 +1,5 @@
 // `lockstep cache`: an image folder decoded once into a cache file
-// (data/cache_file.h) that `lockstep train --data` reads, or finds
+// (data/cache_format.h) that `lockstep train --data` reads, or finds
 // beside the folder by itself.
 #include <chrono>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "commands.h"
-#include "data/cache_file.h"
+#include "data/cache_writer.h"
 #include "data/loader_threads.h"
 #include "progress.h"
 #include "setup.h"

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "whole_number.h"
 
 using namespace lockstep::app;
 

@@ -17,7 +17,6 @@ public:
 
   // Opens `path` for appending (a resumed run) or truncated (a new one).
   void open(const std::string& path, bool append);
-  bool is_open() const { return fd_ >= 0; }
   // Writes `line` and a newline.
   void write_line(const std::string& line);
 

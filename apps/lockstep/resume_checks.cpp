@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "data_check.h"
+#include "settings_metadata.h"
 
 namespace lockstep::app {
 

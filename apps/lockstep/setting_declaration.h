@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "setting_codecs.h"
-#include "settings_table.h"
+#include "setting_entry.h"
 
 namespace lockstep::app {
 

@@ -109,22 +109,4 @@ void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled);
 // The training-curve PNG: --plot, or the checkpoint's name with .png.
 std::string curve_path(const TrainSettings& s);
 
-// A setting of a resumed run that differs from its checkpoint's.
-struct SettingChange {
-  std::string flag;          // "--seed"
-  std::string key;           // "seed", the metadata's name
-  std::string saved, given;  // as the metadata writes them
-  bool epoch_shape = false;  // cannot change mid-epoch (OnResume::epoch_shape)
-  bool is_switch = false;    // a flag without a value
-};
-// The settings whose change makes a resumed run another run (data drawn,
-// batch, seed, precision, model options), where `s` differs from `meta`.
-std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::map<std::string, std::string>& meta);
-
-// The settings as checkpoint metadata, and back (only those not in
-// `s.given`). Returns `s.given` plus the flags whose values came from the
-// metadata, so the machine's defaults fill only what is left.
-std::map<std::string, std::string> to_metadata(const TrainSettings& s);
-GivenFlags from_metadata(TrainSettings& s, const std::map<std::string, std::string>& meta);
-
 }  // namespace lockstep::app

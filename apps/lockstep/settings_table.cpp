@@ -14,7 +14,7 @@
 #include "data/loader_threads.h"
 #include "layers/models.h"
 #include "setting_declaration.h"
-#include "train_flags.h"
+#include "whole_number.h"
 #include "training/file_checksum.h"
 
 namespace lockstep::app {

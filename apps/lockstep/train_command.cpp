@@ -18,6 +18,7 @@
 #include "distributed/world.h"
 #include "kernels/cpu/thread_pool.h"
 #include "preflight.h"
+#include "settings_metadata.h"
 #include "progress.h"
 #include "replica_models.h"
 #include "run_locks.h"

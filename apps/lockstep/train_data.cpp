@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "data/cache_file.h"
+#include "data/cache_reader.h"
 #include "preflight.h"
 #include "setup.h"
 

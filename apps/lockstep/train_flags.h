@@ -11,15 +11,9 @@
 
 namespace CLI {
 class App;
-class Validator;
 }  // namespace CLI
 
 namespace lockstep::app {
-
-// A whole number written in digits alone, at most `max`: CLI11's own
-// conversion wraps "-1" and saturates 2^64 and beyond into an unsigned
-// option without a word. (Also for lockstep cache's --seed.)
-CLI::Validator whole_number(uint64_t max);
 
 class TrainFlags {
 public:

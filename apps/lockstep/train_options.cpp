@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "data_check.h"
+#include "settings_metadata.h"
 #include "layers/models.h"
 #include "setup.h"
 

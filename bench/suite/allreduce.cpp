@@ -13,6 +13,7 @@
 
 #include "runtime/context.h"
 #include "base/error.h"
+#include "distributed/communicator.h"
 #include "distributed/local_communicator.h"
 #include "plot.h"
 #include "suites.h"

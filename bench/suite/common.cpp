@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -21,7 +22,7 @@ namespace lockstep::bench {
 void print_usage() {
   std::cout <<
       R"(usage: lockstep-bench SUITE [options]
-       lockstep-bench [all] [options]      every suite in turn, each writing bench-SUITE.json/.png here
+       lockstep-bench [all] [options]      every suite in turn, each writing bench-out/bench-SUITE.json/.png here
 
 suites:
   scaling     training images/s for 1..N replicas (weak and strong scaling), phases, memory
@@ -41,9 +42,14 @@ options (every suite; a suite notes the ones it has no use for):
                           profile: resnet18 at batch 256 on a GPU, resnet20 at 64 on the CPU)
   --batch B               scaling: per-replica batch (strong scaling: B x max replicas global);
                           peers: the batch; envs: the global batch; projection, batch-sweep: one batch only
+<<<<<<< HEAD
   --steps N --warmup N    timed and untimed steps (kernels: repetitions; allreduce: iterations per size;
                           profile: rounds, each an unmarked step and one step per window of marked layers)
   --json PATH --png PATH  outputs (default bench-SUITE.json / bench-SUITE.png in the current folder)
+=======
+  --steps N --warmup N    timed and untimed steps (kernels: repetitions; allreduce: iterations per size)
+  --json PATH --png PATH  outputs (default bench-out/bench-SUITE.json / .png in the current folder)
+>>>>>>> house-data
   --quick                 small models, few steps, little data: seconds a suite on a 2-core CPU
 options (some suites):
   --replicas-max N        scaling, batch-sweep: replicas on one shared device (default 4 on a GPU, 2 on the CPU)
@@ -263,8 +269,25 @@ void note_unused(const Options& o, const std::vector<std::string>& flags, SuiteR
   }
 }
 
-std::string json_path(const Options& o) { return o.json_path.empty() ? "bench-" + o.suite + ".json" : o.json_path; }
-std::string png_path(const Options& o) { return o.png_path.empty() ? "bench-" + o.suite + ".png" : o.png_path; }
+namespace {
+
+// The outputs' folder when none is given, made when first asked for: a run
+// started in the repository writes nothing beside its tracked files
+// (.gitignore ignores bench-out/), where the root's bench-SUITE files were
+// once committed by mistake.
+constexpr const char* kDefaultOutputFolder = "bench-out";
+
+std::string default_output(const Options& o, const char* ending) {
+  std::error_code ec;
+  std::filesystem::create_directories(kDefaultOutputFolder, ec);
+  LS_CHECK(!ec, "cannot make the output folder ", kDefaultOutputFolder, " (", ec.message(), "); give --json and --png");
+  return std::string(kDefaultOutputFolder) + "/bench-" + o.suite + ending;
+}
+
+}  // namespace
+
+std::string json_path(const Options& o) { return o.json_path.empty() ? default_output(o, ".json") : o.json_path; }
+std::string png_path(const Options& o) { return o.png_path.empty() ? default_output(o, ".png") : o.png_path; }
 
 void report(const Options& o, const SuiteResult& r) {
   const std::string table = r.table.str();

@@ -117,7 +117,7 @@ void report(const Options& o, const SuiteResult& result);
 // Adds a note for each of `flags` the user gave that this suite has no use for.
 void note_unused(const Options& o, const std::vector<std::string>& flags, SuiteResult& result);
 
-// Default file names: bench-<suite>.json / .png in the current folder.
+// Default file names: bench-out/bench-<suite>.json / .png in the current folder.
 std::string json_path(const Options& o);
 std::string png_path(const Options& o);
 

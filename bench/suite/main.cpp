@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       Options o = parse_options(argc, argv, argv[1][0] == '-' ? 1 : 2);
       if (!o.json_path.empty() || !o.png_path.empty()) {
         std::fprintf(stderr, "lockstep-bench all: --json and --png name one suite's files; every suite writes "
-                             "bench-SUITE.json and bench-SUITE.png here\n");
+                             "bench-out/bench-SUITE.json and .png here\n");
         return 2;
       }
       for (const char* name : {"scaling", "projection", "batch-sweep", "envs", "allreduce", "kernels", "peers",

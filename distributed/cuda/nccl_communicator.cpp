@@ -2,6 +2,7 @@
 
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
+#include "distributed/communicator.h"
 
 namespace lockstep {
 

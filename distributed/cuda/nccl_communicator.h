@@ -26,7 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "distributed/communicator.h"
+#include "distributed/communicator_interface.h"
+#include "distributed/process_group.h"
 #include "runtime/cuda/cuda_context.h"
 
 namespace lockstep {

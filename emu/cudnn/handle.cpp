@@ -19,8 +19,6 @@ cudnnStatus_t fail(cudnnStatus_t status, const std::string& message) {
   return status;
 }
 
-void clear_last_error() { last_error.clear(); }
-
 std::string take_last_error() { return std::exchange(last_error, std::string()); }
 
 cudnnStatus_t check_handle(cudnnHandle_t handle, const char* call) {

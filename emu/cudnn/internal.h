@@ -51,7 +51,6 @@ namespace lockstep::emu::cudnn {
 // cudnnGetLastErrorString returns) and hands `status` back, so every failing
 // path reads `return fail(STATUS, "why");`.
 cudnnStatus_t fail(cudnnStatus_t status, const std::string& message);
-void clear_last_error();
 std::string take_last_error();
 
 // The handle is usable now: not null, its device is the current one and its

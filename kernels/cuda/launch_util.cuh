@@ -1,7 +1,7 @@
 #pragma once
-// Small helpers shared by the hand-written kernels' .cu files: grid sizing,
-// alignment tests, and a fixed-order block reduction in double (the same
-// inputs always give the same bits, whatever the timing of the warps).
+// Small helpers shared by the hand-written kernels' .cu files: grid sizing
+// and a fixed-order block reduction in double (the same inputs always give
+// the same bits, whatever the timing of the warps).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -12,8 +12,6 @@ constexpr int kThreads = 256;
 // A grid never needs more blocks than this: grid-stride loops cover the rest
 // (eight resident blocks of 256 threads on each of 132 SMs, with room to spare).
 constexpr int64_t kMaxBlocks = 4096;
-
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 inline unsigned grid_for(int64_t work_items) {
   int64_t blocks = (work_items + kThreads - 1) / kThreads;

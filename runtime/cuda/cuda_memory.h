@@ -1,8 +1,9 @@
 #pragma once
 // Byte copies and fills that touch GPU memory.
 //
-// The plain forms back runtime/memory.h (Tensor::copy_from, to_vector, zero,
-// checkpoints): they never use the legacy default stream. Each runs on a
+// The plain forms, cuda_copy_bytes and cuda_zero_bytes (declared in
+// runtime/memory.h, which they back: Tensor::copy_from, to_vector, zero,
+// checkpoints), never use the legacy default stream. Each runs on a
 // copy stream of its own device (non-blocking, one per device) after that
 // stream has waited, through events, for the work queued so far on the
 // streams of every context of the devices it touches (the streams that can
@@ -19,12 +20,9 @@
 
 #include <cstddef>
 
-#include "runtime/device.h"
+#include "runtime/memory.h"
 
 namespace lockstep {
-
-void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
-void cuda_zero_bytes(void* dst, Device device, size_t bytes);
 
 // Any direction (unified addressing); pinned host memory keeps a host copy asynchronous.
 void cuda_copy_bytes_async(void* dst, const void* src, size_t bytes, cudaStream_t stream);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "apps/lockstep/resume_checks.h"
+#include "apps/lockstep/settings_metadata.h"
 #include "apps/lockstep/settings_table.h"
 #include "apps/lockstep/train_flags.h"
 #include "apps/lockstep/world_agreement.h"

@@ -1,4 +1,4 @@
-// The decoded-image cache file (data/cache_file.h): the folder loader's
+// The decoded-image cache file (data/cache_format.h): the folder loader's
 // samples exactly, and every damaged, foreign, mismatched or stale file
 // refused with the file named.
 #include <fcntl.h>
@@ -12,7 +12,8 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "data/cache_file.h"
+#include "data/cache_reader.h"
+#include "data/cache_writer.h"
 #include "data/open_dataset.h"
 #include "test_data_util.h"
 

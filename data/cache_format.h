@@ -1,10 +1,14 @@
 #pragma once
 // The decoded-image cache file: an image folder decoded once, at one input
 // size, into a file that is trained from (read with pread: see OpenCache in
-// cache_file.cpp for why not a mapping). Its samples are
+// cache_reader.cpp for why not a mapping). Its samples are
 // the bytes the folder loader's decode and resize give (decode_image with the
 // same options), in the same order, with the same labels and the same
 // train/test split, so training from the cache equals training from the folder.
+//
+// This file holds what the writer (cache_writer.h) and the reader
+// (cache_reader.h) share: the layout below, its codec, and the listing of
+// the folder a cache is checked against.
 //
 // File format, version 1 (every integer little-endian):
 //
@@ -45,14 +49,14 @@
 // the same folder, fsync it and rename it over FILE: a reader sees the old
 // file or the new one whole, and a killed writer leaves only its temporary
 // file, which the next writer removes.
+#include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
-#include "data/open_dataset.h"
+#include "data/data_sets.h"
 
 namespace lockstep::data {
 
@@ -72,54 +76,56 @@ std::string cache_command(const std::string& folder, const DataOptions& options,
 // then accepts or refuses saying why.
 bool is_cache_file(const std::string& path);
 
-// What a cache file's samples were made with that a run need not repeat:
-// `lockstep train --data FILE` takes these from the file when they are not
-// given. (--seed is not taken: it also draws the training order.)
-struct CacheMadeWith {
-  int64_t channels = 0, height = 0, width = 0;  // --input
-  bool split = false;                           // the folder was split per class
-  double test_fraction = 0.0;                   // --test-fraction, when split
-  int64_t max_image_pixels = 0;                 // --max-image-pixels
+// ---- shared by the writer and the reader ----
+namespace cache_format {
+
+inline constexpr char kMagic[16] = "lockstep-cache\n";  // and a final '\0'
+inline constexpr size_t kHeaderBytes = 128;
+inline constexpr uint64_t kPixelAlign = 4096;
+
+uint32_t crc(const uint8_t* data, size_t size);
+void put_u32(uint8_t* at, uint32_t v);
+void put_u64(uint8_t* at, uint64_t v);
+uint32_t get_u32(const uint8_t* at);
+uint64_t get_u64(const uint8_t* at);
+uint64_t round_up(uint64_t value, uint64_t align);
+
+// Paths and class names are bytes, not always UTF-8, which JSON strings must
+// be: such a text is kept as {"hex": "..."} instead, and read back exactly.
+nlohmann::json text_json(const std::string& text);
+std::string json_text(const nlohmann::json& j);
+
+// The fixed header, as the comment above lays it out.
+struct Section {
+  uint64_t offset = 0, size = 0;
+  uint32_t crc = 0;
 };
-// Throws lockstep::Error naming the file when it is not a whole cache file of
-// this version (as open_cache_file would).
-CacheMadeWith read_cache_options(const std::string& path);
-
-struct CacheWriteOptions {
-  std::string output;   // empty: default_cache_path(folder)
-  std::string command;  // the command that rebuilds the cache, for messages (empty: cache_command)
-  int threads = 1;      // decoding threads
-  // Called after each batch of samples written: done of total.
-  std::function<void(int64_t done, int64_t total)> progress;
+struct Header {
+  uint32_t version = kCacheFileVersion;
+  uint64_t file_size = 0;
+  Section metadata, labels, sums;
+  uint64_t pixels_offset = 0, pixels_size = 0, sample_bytes = 0;
 };
+std::vector<uint8_t> encode_header(const Header& h);
 
-struct CacheWriteSummary {
-  std::string path;
-  int64_t samples = 0, train = 0, test = 0;
-  int64_t bytes = 0;  // the file's size
-  BadFiles skipped;
+std::string errno_text();
+
+// The manifest: the image files under a folder, with size and time.
+struct FileStamp {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
 };
+// Every image file the folder loader could list under `root` (in a
+// sub-folder, at any depth, links followed, hidden entries left out), by path
+// relative to `root`.
+std::map<std::string, FileStamp> list_folder(const std::string& root);
+std::string absolute_folder(const std::string& folder);
 
-// Decodes the image folder at `folder` as open_dataset(folder, options) opens
-// it and writes the cache file. Under options.skip_bad_images an image that
-// fails only while decoding is left out too, and told in `skipped`. Throws lockstep::Error naming the file when
-// another writer holds the lock, when the folder is not an image folder, or
-// when writing fails (the temporary file is then removed; the old cache stays).
-CacheWriteSummary write_cache_file(const std::string& folder, const DataOptions& options,
-                                   const CacheWriteOptions& write = {});
+// What changes pixels, labels or the split, as the metadata's "options" holds it.
+nlohmann::json options_json(const DataOptions& o);
+std::string input_text(int64_t c, int64_t h, int64_t w);
+std::string number(double v);
 
-// Opens a cache file as open_dataset opens a folder (train and test parts).
-// Throws lockstep::Error naming the file and what is wrong: not a cache file,
-// another version, cut short, a damaged header, metadata or labels (their
-// checksums), options other than `options` (--input, centre crops, split),
-// or, when its source folder is there, files added, removed or changed since
-// (with the command that rebuilds it). A damaged sample is told when it is read.
-DataSets open_cache_file(const std::string& path, const DataOptions& options);
-
-// The cache file beside an image folder (default_cache_path), as open_dataset
-// uses it: nullopt when there is none, or when it holds other samples than
-// `options` ask (`note` then says so); throws, as open_cache_file, when it
-// is damaged or stale: a cache the user made is not passed over in silence.
-std::optional<DataSets> open_cache_beside(const std::string& folder, const DataOptions& options, std::string& note);
+}  // namespace cache_format
 
 }  // namespace lockstep::data

@@ -17,7 +17,10 @@ from test_cli_outputs import CliTestCase, read, run
 
 CLASSES = ["cat", "dog", "eel"]
 PER_CLASS = 3
-TOLERANCE = 1e-4  # on probabilities: FP32 sums in another order (oneDNN's against OpenCV's)
+# On probabilities: FP32 sums in another order (oneDNN's against OpenCV's). Issue 47 asks for 1e-4; the
+# differences measured were at most 3.5e-7 (a 2-core AMD EPYC), and at 1e-4 a batch-norm epsilon ten
+# times too large only just failed (1.0e-4 and 1.3e-4: near-uniform probabilities damp a logit's error).
+TOLERANCE = 1e-5
 
 
 def rgb_pixels(size, seed):

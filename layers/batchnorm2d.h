@@ -37,6 +37,7 @@ public:
   static std::unique_ptr<BatchNorm2d> with_add_relu();
   bool fused_relu() const { return relu_; }
   bool fused_add() const { return add_; }
+  float eps() const { return eps_; }  // added to the variance before its square root
 
   std::string type() const override { return "batchnorm2d"; }
   Shape output_shape(const std::vector<Shape>& inputs) const override;

@@ -4,7 +4,9 @@
 # tests/cli/test_cli_data.py (a checkpoint's data found again),
 # tests/cli/test_cli_weights.py (--init and export) and
 # tests/cli/test_cli_inputs.py (what a hostile user hands over: FIFOs, links,
-# counts, a cache cut while it is read) make their own small data sets.
+# counts, a cache cut while it is read) and tests/cli/test_cli_onnx.py (export
+# --format onnx against OpenCV's dnn module; only when ONNX is built in) make
+# their own small data sets.
 # Every test method of each script is registered (a method added to a
 # script is a CTest entry at the next configure, which the script's change
 # triggers), so no test can sit in a script unrun.
@@ -30,3 +32,6 @@ lockstep_cli_tests(test_cli_data.py CliData)
 lockstep_cli_tests(test_cli_cache.py CliCache)
 lockstep_cli_tests(test_cli_weights.py CliWeights)
 lockstep_cli_tests(test_cli_inputs.py CliInputs)
+if(LOCKSTEP_WITH_ONNX)
+  lockstep_cli_tests(test_cli_onnx.py CliOnnx)
+endif()

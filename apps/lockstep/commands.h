@@ -34,10 +34,13 @@ int run_predict(const PredictSettings& settings);
 
 struct ExportSettings {
   std::string checkpoint, output;
-  std::string format = "torchvision";  // or timm: the tensors' names
+  std::string format = "torchvision";  // or timm: the tensors' names; or onnx: a model for inference
   bool force = false;  // the output may replace a file of another kind (never the checkpoint)
+  bool include_preprocessing = false;  // onnx: the input's normalisation as nodes, not metadata
 };
 int run_export(const ExportSettings& settings);
+// --format onnx (onnx_export/export_onnx.cpp; without ONNX built in, a refusal that says so).
+int run_onnx_export(const ExportSettings& settings);
 
 struct CacheSettings {
   std::string data, input, output;  // output empty: DATA.lockstep-cache beside the folder

@@ -1,4 +1,5 @@
-// `lockstep export`: a tv-* checkpoint as a torchvision or timm state dict.
+// `lockstep export`: a tv-* checkpoint as a torchvision or timm state dict;
+// --format onnx hands over to run_onnx_export (onnx_export/export_onnx.cpp).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "layers/models.h"
+#include "output_link.h"
 #include "setup.h"
 #include "training/checkpoint.h"
 #include "training/output_lock.h"
@@ -53,16 +55,6 @@ std::function<bool(const std::string&)> written_for(const std::string& out_path)
   };
 }
 
-// Exports are replaced by renaming a new file over them: a link there would
-// be replaced, not followed, so its target would silently stop being the
-// file the user thinks was written. Refused, --force or not.
-void refuse_link(const OutputFile& out) {
-  std::error_code ec;
-  LS_CHECK(!std::filesystem::is_symlink(std::filesystem::symlink_status(out.path, ec)), out.option, " ", out.path,
-           " is a symbolic link; lockstep writes its outputs as files of their own, never through a link: "
-           "remove the link or choose another output");
-}
-
 // The model's input and the normalisation it was trained with, as the checkpoint holds them.
 InputPreprocessing input_of(const LoadedCheckpoint& checkpoint) {
   const Shape shape = graph_from_spec(checkpoint.info.model_spec)->input_shape();
@@ -74,7 +66,17 @@ InputPreprocessing input_of(const LoadedCheckpoint& checkpoint) {
 
 }  // namespace
 
+#if !LOCKSTEP_WITH_ONNX
+int run_onnx_export(const ExportSettings&) {
+  LS_FAIL("export --format onnx: this lockstep was built without ONNX (install libonnx-dev and libprotobuf-dev, "
+          "as scripts/setup does, and build again)");
+}
+#endif
+
 int run_export(const ExportSettings& settings) {
+  if (settings.format == "onnx") return run_onnx_export(settings);
+  LS_CHECK(!settings.include_preprocessing, "--include-preprocessing is for --format onnx (a state dict holds no "
+           "graph to fold the normalisation into; its metadata carries it)");
   // Both files it writes go through the output rules: never the checkpoint
   // (or anything it reads), never a non-regular file or a link, and a file
   // of another kind (a training checkpoint, a hand-written list) only with
@@ -84,7 +86,7 @@ int run_export(const ExportSettings& settings) {
   const OutputFile classes{classes_path(settings.output), "export's class names",
                            "the class names of the export " + settings.output, written_for(settings.output)};
   for (const OutputFile& out : {state_dict, classes}) {
-    refuse_link(out);
+    refuse_output_link(out);
     check_output_file(out, inputs, settings.force);
   }
   check_distinct_outputs({state_dict, classes});

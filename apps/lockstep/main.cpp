@@ -45,14 +45,19 @@ int main(int argc, char** argv) {
 
   ExportSettings export_settings;
   CLI::App* export_cmd = app.add_subcommand(
-      "export", "a tv-* checkpoint's weights as a state dict that torchvision's (or timm's) model loads strictly");
+      "export", "a tv-* checkpoint's weights as a state dict that torchvision's (or timm's) model loads strictly, "
+                "or any checkpoint as an ONNX model for inference (docs/deploy.md)");
   export_cmd->add_flag("--force", export_settings.force,
-                       "let the output replace a file that is not a safetensors file (never the checkpoint)");
-  export_cmd->add_option("--format", export_settings.format, "torchvision (the default) or timm names")
-      ->check(CLI::IsMember({"torchvision", "timm"}));
-  export_cmd->add_option("checkpoint", export_settings.checkpoint, "checkpoint of a tv-* model")->required();
+                       "let the output replace a file that is not one export wrote (never the checkpoint)");
+  export_cmd->add_option("--format", export_settings.format,
+                         "torchvision (the default) or timm names, or onnx (opset 13, FP32)")
+      ->check(CLI::IsMember({"torchvision", "timm", "onnx"}));
+  export_cmd->add_flag("--include-preprocessing", export_settings.include_preprocessing,
+                       "onnx: normalise the input in the graph (default: its mean and std in the metadata)");
+  export_cmd->add_option("checkpoint", export_settings.checkpoint,
+                         "checkpoint (of a tv-* model, except for onnx)")->required();
   export_cmd->add_option("output", export_settings.output,
-                         "the .safetensors file to write (class names: beside it, .classes.txt)")
+                         "the file to write: .safetensors (class names beside it, .classes.txt), or .onnx")
       ->required();
 
   CacheSettings cache;

@@ -11,6 +11,7 @@
 #include "data/split.h"
 #include "data/split_folders.h"
 #include "base/error.h"
+#include "base/environment.h"
 
 namespace lockstep::data {
 namespace fs = std::filesystem;
@@ -185,8 +186,7 @@ DataSets open_test_dataset(const std::string& path, const DataOptions& options,
 }
 
 std::string default_data_path() {
-  const char* env = std::getenv("LOCKSTEP_FASHION_MNIST");
-  return env != nullptr && *env != '\0' ? env : "/usr/share/datasets/fashion-mnist";
+  return environment_value(EnvironmentVariable::fashion_mnist).value_or("/usr/share/datasets/fashion-mnist");
 }
 
 }  // namespace lockstep::data

@@ -8,6 +8,7 @@
 #include "ops/bf16.h"
 #include "ops/loss.h"
 #include "ops/memory_format.h"
+#include "base/environment.h"
 
 namespace lockstep {
 
@@ -24,9 +25,9 @@ Shape batched(int64_t n, const Shape& per_sample) {
 
 // LOCKSTEP_MEMORY_PLAN: unset or "on" plans, "off" gives each value its own buffer.
 bool planning_from_environment() {
-  const char* v = std::getenv("LOCKSTEP_MEMORY_PLAN");
-  if (!v || !*v || std::strcmp(v, "on") == 0) return true;
-  LS_CHECK(std::strcmp(v, "off") == 0, "LOCKSTEP_MEMORY_PLAN='", v, "': expected on or off");
+  const std::optional<std::string> v = environment_value(EnvironmentVariable::memory_plan);
+  if (!v || *v == "on") return true;
+  LS_CHECK(*v == "off", "LOCKSTEP_MEMORY_PLAN='", *v, "': expected on or off");
   return false;
 }
 }  // namespace

@@ -19,6 +19,7 @@
 #include "kernels/cuda/bf16_operands_cuda.h"
 #include "kernels/cuda/conv_cuda.h"
 #include "kernels/cuda/tensor_ops_cuda.h"
+#include "base/environment.h"
 #endif
 
 namespace lockstep::ops {
@@ -45,9 +46,9 @@ float* column_buffer(Context& ctx, const ConvGeometry& g) {
 bool cpu_conv_on_dnnl() {
 #if LOCKSTEP_WITH_DNNL
   static const bool on = [] {
-    const char* env = std::getenv("LOCKSTEP_CPU_CONV");
-    if (!env || !*env || std::string(env) == "onednn") return true;
-    LS_CHECK(std::string(env) == "im2col", "LOCKSTEP_CPU_CONV=", env, ": expected onednn or im2col");
+    const std::optional<std::string> env = environment_value(EnvironmentVariable::cpu_conv);
+    if (!env || *env == "onednn") return true;
+    LS_CHECK(*env == "im2col", "LOCKSTEP_CPU_CONV=", *env, ": expected onednn or im2col");
     return false;
   }();
   return on;

@@ -40,3 +40,13 @@ foreach(t test_the_page_has_a_layer_table_with_an_includes_column
   set_tests_properties(build.SourceRules.${t} PROPERTIES LABELS build TIMEOUT 60
     ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endforeach()
+
+# The library's environment variables: read in base/environment.cpp alone,
+# and listed in docs/building.md as its table names them.
+foreach(t test_only_the_one_reader_reads_lockstep_variables test_a_planted_read_fails_naming_it
+          test_the_docs_list_exactly_the_table test_a_variable_missing_from_the_docs_fails)
+  add_test(NAME build.Environment.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/build/test_environment.py
+           Environment.${t})
+  set_tests_properties(build.Environment.${t} PROPERTIES LABELS build TIMEOUT 60
+    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endforeach()

@@ -6,17 +6,18 @@
 #include "base/error.h"
 #include "data_check.h"
 #include "settings_metadata.h"
+#include "base/environment.h"
 #include "layers/models.h"
 #include "setup.h"
 
 namespace lockstep::app {
 
 std::chrono::milliseconds collective_timeout() {
-  const char* v = std::getenv("LOCKSTEP_COLLECTIVE_TIMEOUT");
-  if (!v || !*v) return default_collective_timeout;
+  const std::optional<std::string> v = environment_value(EnvironmentVariable::collective_timeout);
+  if (!v) return default_collective_timeout;
   char* end = nullptr;
-  double seconds = std::strtod(v, &end);
-  LS_CHECK(*end == '\0' && seconds > 0 && seconds < 1e6, "LOCKSTEP_COLLECTIVE_TIMEOUT='", v,
+  double seconds = std::strtod(v->c_str(), &end);
+  LS_CHECK(*end == '\0' && seconds > 0 && seconds < 1e6, "LOCKSTEP_COLLECTIVE_TIMEOUT='", *v,
            "': expected a positive number of seconds");
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }

@@ -1,4 +1,5 @@
 #include "kernels/cpu/thread_pool.h"
+#include "base/environment.h"
 
 #include <cblas.h>
 
@@ -22,11 +23,11 @@ namespace lockstep::cpu {
 namespace {
 
 int default_threads() {
-  if (const char* env = std::getenv("LOCKSTEP_CPU_THREADS"); env && *env) {
+  if (const std::optional<std::string> env = environment_value(EnvironmentVariable::cpu_threads)) {
     char* end = nullptr;
-    long v = std::strtol(env, &end, 10);
+    long v = std::strtol(env->c_str(), &end, 10);
     if (*end != '\0' || v < 1 || v > 4096)
-      throw std::invalid_argument(std::string("LOCKSTEP_CPU_THREADS=") + env + ": expected a thread count from 1 to 4096");
+      throw std::invalid_argument(std::string("LOCKSTEP_CPU_THREADS=") + *env + ": expected a thread count from 1 to 4096");
     return static_cast<int>(v);
   }
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -10,6 +10,7 @@
 #include "base/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_libraries.h"
 #include "base/error.h"
+#include "base/environment.h"
 
 namespace lockstep {
 
@@ -158,8 +159,8 @@ template <typename Perf> std::string perf_text(const Perf& p) {
 // on a real GPU needs to explain a time or a rounding difference.
 bool log_choices() {
   static const bool on = [] {
-    const char* v = std::getenv("LOCKSTEP_CUDNN_LOG");
-    return v && *v && std::string(v) != "0";
+    const std::optional<std::string> v = environment_value(EnvironmentVariable::cudnn_log);
+    return v && *v != "0";
   }();
   return on;
 }

@@ -19,6 +19,7 @@
 #include "runtime/cuda/context_streams.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/stream_uses.h"
+#include "base/environment.h"
 
 namespace lockstep {
 namespace {
@@ -91,7 +92,10 @@ bool split_segments() {
 #if defined(__SANITIZE_ADDRESS__)
   return false;
 #else
-  static const bool split = !cuda_allocator_per_block_mode(std::getenv("LOCKSTEP_CUDA_ALLOCATOR"));
+  static const bool split = [] {
+    const std::optional<std::string> mode = environment_value(EnvironmentVariable::cuda_allocator);
+    return !cuda_allocator_per_block_mode(mode ? mode->c_str() : nullptr);
+  }();
   return split;
 #endif
 }

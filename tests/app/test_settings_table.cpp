@@ -52,7 +52,7 @@ std::optional<TrainSettings> changed_by_flag(const SettingEntry& entry) {
   if (entry.is_switch) return parse({entry.flag});
   for (const std::string& text :
        {existing_file(), std::string("0.25"), std::string("1"), std::string("7"), std::string("step"),
-        std::string("fp32"), std::string("nhwc"), std::string("crop-flip"), std::string("imagenet"),
+        std::string("fp32"), std::string("nhwc"), std::string("crop-flip"), std::string("imagenet"), std::string("off"),
         std::string("cpu")}) {
     try {
       TrainSettings s = parse({entry.flag, text});

@@ -3,6 +3,7 @@
 # tests/cli/test_cli_outputs.py (what train writes and checks before training),
 # tests/cli/test_cli_data.py (a checkpoint's data found again),
 # tests/cli/test_cli_weights.py (--init and export) and
+# tests/cli/test_cli_best.py (--keep-best, --early-stop),
 # tests/cli/test_cli_inputs.py (what a hostile user hands over: FIFOs, links,
 # counts, a cache cut while it is read) make their own small data sets.
 # Every test method of each script is registered (a method added to a
@@ -30,3 +31,4 @@ lockstep_cli_tests(test_cli_data.py CliData)
 lockstep_cli_tests(test_cli_cache.py CliCache)
 lockstep_cli_tests(test_cli_weights.py CliWeights)
 lockstep_cli_tests(test_cli_inputs.py CliInputs)
+lockstep_cli_tests(test_cli_best.py CliBest)

@@ -40,6 +40,13 @@ std::string curve_path(const TrainSettings& s) {
   return std::filesystem::path(s.checkpoint).replace_extension(".png").string();
 }
 
+std::string best_checkpoint_path(const TrainSettings& s) {
+  const std::string suffix = ".safetensors";
+  const std::string& c = s.checkpoint;
+  const bool named = c.size() > suffix.size() && c.compare(c.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (named ? c.substr(0, c.size() - suffix.size()) : c) + ".best" + suffix;
+}
+
 std::map<std::string, std::string> to_metadata(const TrainSettings& s) {
   std::map<std::string, std::string> meta;
   for (const SettingEntry& e : train_setting_table())

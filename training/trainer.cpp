@@ -26,6 +26,9 @@ Trainer::Trainer(ReplicaManager& replicas, BatchSource& train, BatchSource* test
   LS_CHECK(train_.num_classes() == replicas_.model(0).num_classes(), "the data has ", train_.num_classes(),
            " classes but the model was built for ", replicas_.model(0).num_classes());
   config_.schedule.total_epochs = static_cast<double>(config_.epochs);
+  LS_CHECK(config_.early_stop >= 0, "the early-stopping patience must not be negative, got ", config_.early_stop);
+  LS_CHECK(test_ || !tracks_best(), "keeping the best checkpoint and early stopping compare test scores, and there "
+           "is no test set");
 }
 
 CheckpointInfo Trainer::checkpoint_info() const {
@@ -37,6 +40,7 @@ CheckpointInfo Trainer::checkpoint_info() const {
   info.batch_in_epoch = batch_in_epoch_;
   info.seed = config_.seed;
   info.extra = config_.checkpoint_extra;
+  if (tracks_best()) best_.save_to(info.extra);
   return info;
 }
 
@@ -94,6 +98,16 @@ void Trainer::resume(const LoadedCheckpoint& checkpoint, const std::string& path
   replicas_.set_step(static_cast<uint64_t>(checkpoint.info.step));
   epoch_ = checkpoint.info.epoch;
   batch_in_epoch_ = checkpoint.info.batch_in_epoch;
+  best_ = BestScore::from_metadata(checkpoint.info.extra, path);
+}
+
+void Trainer::record_score(const Evaluation& test) {
+  const bool improved = best_.record(epoch_, test.accuracy);
+  if (improved && !config_.best_path.empty()) save(config_.best_path);
+  // Written before the evaluation so that a failing one never costs the
+  // epoch; written again so that a resumed run knows this epoch's score.
+  if (!config_.checkpoint_path.empty()) save(config_.checkpoint_path);
+  if (improved && on_best) on_best(best_);
 }
 
 bool Trainer::run() {
@@ -102,6 +116,10 @@ bool Trainer::run() {
   LS_CHECK(config_.time_limit_seconds >= 0.0, "the time limit must not be negative, got ", config_.time_limit_seconds);
   const auto run_start = Clock::now();
   time_limit_reached_ = false;
+  // A resumed checkpoint that early stopping had ended trains no further
+  // (a larger --early-stop goes on).
+  early_stopped_ = batch_in_epoch_ == 0 && epoch_ < config_.epochs && early_stop_reached();
+  if (early_stopped_) return true;
   while (epoch_ < config_.epochs) {
     train_.start_epoch(epoch_, batch_in_epoch_);
     replicas_.reset_phase_times();
@@ -180,6 +198,13 @@ bool Trainer::run() {
       summary.test = evaluate(*test_);
     }
     if (on_epoch) on_epoch(summary);
+    if (tracks_best()) record_score(summary.test);
+    // Every process evaluates the whole test set (the logits cross
+    // processes), so all find the same; the vote makes them stop together.
+    if (config_.early_stop > 0 && epoch_ < config_.epochs && replicas_.any_process(early_stop_reached())) {
+      early_stopped_ = true;
+      return true;
+    }
   }
   return true;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/batch_source.h"
+#include "training/best_score.h"
 #include "training/checkpoint.h"
 #include "training/lr_schedule.h"
 #include "distributed/replica_manager.h"
@@ -28,6 +29,12 @@ struct TrainerConfig {
   // Wall seconds from the start of run() after which training stops at the
   // next step boundary, as a stop request would (0: no limit).
   double time_limit_seconds = 0.0;
+  // Needs a test set. The checkpoint of the epoch with the best test
+  // accuracy so far is written here as well (empty: not kept).
+  std::string best_path;
+  // Stop after this many epochs whose test accuracy does not beat the best
+  // (0: never).
+  int64_t early_stop = 0;
 };
 
 struct Progress {
@@ -72,13 +79,23 @@ public:
   std::function<void(int64_t step, double loss)> on_step;
   // Called with each step's sums (loss, correct, count) over every replica.
   std::function<void(int64_t step, const StepMetrics&)> on_step_metrics;
+  // After an epoch whose test accuracy beat every earlier one (and after its
+  // checkpoint was written to best_path, when set).
+  std::function<void(const BestScore&)> on_best;
 
   // Continues from a checkpoint: loads it into replica 0, broadcasts, and
   // takes up its epoch, step and position in the epoch.
   void resume(const LoadedCheckpoint& checkpoint, const std::string& path);
-  // Trains until every epoch is done (true) or a stop was requested or the
-  // time limit passed (false; a checkpoint was then written when a path is set).
+  // Trains until every epoch is done or early stopping ends it (true), or a
+  // stop was requested or the time limit passed (false; a checkpoint was
+  // then written when a path is set).
   bool run();
+  // After run() returned true: whether --early-stop's count of epochs without
+  // improvement ended it (also before any step, when the resumed checkpoint
+  // had already reached it).
+  bool early_stopped() const { return early_stopped_; }
+  // The best test accuracy so far (this run's and the resumed checkpoint's).
+  const BestScore& best() const { return best_; }
   // After run() returned false: whether the time limit (not a request) stopped it.
   bool time_limit_reached() const { return time_limit_reached_; }
   // Asks run() to stop after the current step; safe from any thread or a
@@ -105,6 +122,14 @@ private:
   int64_t batch_in_epoch_ = 0; // batches of epoch_ already done
   std::atomic<bool> stop_requested_{false};
   bool time_limit_reached_ = false;
+  // Tracked (and saved in each checkpoint) under --keep-best or --early-stop.
+  bool tracks_best() const { return !config_.best_path.empty() || config_.early_stop > 0; }
+  // Records the epoch's test accuracy; writes the best checkpoint when beaten
+  // and the epoch's checkpoint again, now holding the record.
+  void record_score(const Evaluation& test);
+  bool early_stop_reached() const { return config_.early_stop > 0 && best_.epochs_since >= config_.early_stop; }
+  BestScore best_;
+  bool early_stopped_ = false;
 };
 
 }  // namespace lockstep

@@ -87,6 +87,11 @@ void check_outputs(const TrainSettings& s) {
   OutputFile checkpoint{s.checkpoint, "--checkpoint", "a lockstep checkpoint", is_checkpoint_file};
   check_output_file(checkpoint, inputs, s.force);
   std::vector<OutputFile> outputs = {checkpoint};
+  if (s.keep_best) {
+    OutputFile best{best_checkpoint_path(s), "--keep-best", "a lockstep checkpoint", is_checkpoint_file};
+    check_output_file(best, inputs, s.force);
+    outputs.push_back(best);
+  }
   if (!s.metrics.empty()) {
     OutputFile metrics{s.metrics, "--metrics", "a lockstep metrics file", is_metrics_file, /*allow_special=*/true};
     check_output_file(metrics, inputs, s.force);
@@ -105,25 +110,41 @@ void check_outputs(const TrainSettings& s) {
   check_distinct_outputs(outputs);
 }
 
+namespace {
+
+// A checkpoint file this run will replace (--checkpoint, --keep-best's) that
+// holds an earlier run's: refused when of another model (unless --force),
+// else a notice. `when`: when the run replaces it.
+void check_replaced_checkpoint(const TrainSettings& s, const std::string& spec, const std::string& path,
+                               const std::string& option, const std::string& when,
+                               std::vector<std::string>& notices) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || !is_checkpoint_file(path)) return;
+  std::optional<CheckpointInfo> info;
+  try {
+    info = read_checkpoint_info(path);
+  } catch (const Error&) {  // damaged: replaced as lockstep's own file, with a word
+  }
+  const std::string held = !info ? std::string("a damaged checkpoint")
+                                 : "an earlier run's checkpoint of '" + info->model_spec + "' (epoch " +
+                                       std::to_string(info->epoch) + ", step " + std::to_string(info->step) + ")";
+  LS_CHECK(!info || info->model_spec == spec || s.force, option, " ", path, " holds ", held, ", and this run of '",
+           spec, "' would replace it: give another --checkpoint, --resume ", s.checkpoint,
+           " to go on with it, or --force to replace it");
+  notices.push_back("notice: " + option + " " + path + " holds " + held + ", which this run replaces " + when);
+}
+
+}  // namespace
+
 std::vector<std::string> check_replaced_outputs(const TrainSettings& s, const std::string& spec) {
   std::vector<std::string> notices;
   std::error_code ec;
   const bool own = !s.resume.empty() && std::filesystem::equivalent(s.resume, s.checkpoint, ec);
-  if (!own && std::filesystem::is_regular_file(s.checkpoint, ec) && is_checkpoint_file(s.checkpoint)) {
-    std::optional<CheckpointInfo> info;
-    try {
-      info = read_checkpoint_info(s.checkpoint);
-    } catch (const Error&) {  // damaged: replaced as lockstep's own file, with a word
-    }
-    const std::string held = !info ? std::string("a damaged checkpoint")
-                                   : "an earlier run's checkpoint of '" + info->model_spec + "' (epoch " +
-                                         std::to_string(info->epoch) + ", step " + std::to_string(info->step) + ")";
-    LS_CHECK(!info || info->model_spec == spec || s.force, "--checkpoint ", s.checkpoint, " holds ", held,
-             ", and this run of '", spec, "' would replace it: give another --checkpoint, --resume ",
-             s.checkpoint, " to go on with it, or --force to replace it");
-    notices.push_back("notice: --checkpoint " + s.checkpoint + " holds " + held +
-                      ", which this run replaces at the end of its first epoch");
-  }
+  if (!own) check_replaced_checkpoint(s, spec, s.checkpoint, "--checkpoint", "at the end of its first epoch", notices);
+  // A resumed run's best file is its own, beaten only by a better epoch.
+  if (s.keep_best && s.resume.empty())
+    check_replaced_checkpoint(s, spec, best_checkpoint_path(s), "--keep-best",
+                              "at the end of its first evaluated epoch", notices);
   if (!s.metrics.empty() && s.resume.empty() && std::filesystem::is_regular_file(s.metrics, ec) &&
       std::filesystem::file_size(s.metrics, ec) > 0)
     notices.push_back("notice: --metrics " + s.metrics + " holds an earlier run's lines, which this run replaces");

@@ -30,7 +30,8 @@ bool is_png_file(const std::string& path);
 void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t replicas_in_world,
                        int64_t local_replicas);
 
-// --checkpoint, --metrics and the training curve (after the defaults are applied).
+// --checkpoint, --metrics, the training curve and --keep-best's checkpoint
+// (after the defaults are applied).
 void check_outputs(const TrainSettings& s);
 
 // A picture lockstep will draw at `path` (`option` names it in errors): a
@@ -39,7 +40,7 @@ void check_outputs(const TrainSettings& s);
 void check_picture_output(const std::string& path, const std::string& option, const std::vector<InputPath>& inputs,
                           bool force);
 
-// A new run whose --checkpoint (or --metrics) holds an earlier run's file,
+// A new run whose --checkpoint, --keep-best's file (or --metrics) holds an earlier run's file,
 // which it would replace: a checkpoint of another model than `spec` is
 // refused unless --force (or --resume, which goes on with it); otherwise
 // returns the notices that say what will be replaced (empty: nothing).

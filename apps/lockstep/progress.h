@@ -27,9 +27,10 @@ public:
   void per_class_table(const Evaluation& e, const std::vector<std::string>& class_names);
   // Ends a progress bar line before other output.
   void break_line();
+  // A line of the metrics file (none open: nothing).
+  void write_json(const std::string& line);
 
 private:
-  void write_json(const std::string& line);
 
   int64_t epochs_;
   int loader_threads_;

@@ -12,6 +12,7 @@ std::vector<RunOutput> locked_outputs(const TrainSettings& s) {
   if (!s.metrics.empty() && (!std::filesystem::exists(metrics) || std::filesystem::is_regular_file(metrics)))
     out.push_back({s.metrics, "--metrics"});
   out.push_back({curve_path(s), s.plot.empty() ? "the training curve (--plot)" : "--plot"});
+  if (s.keep_best) out.push_back({best_checkpoint_path(s), "--keep-best"});
   return out;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The locks of a `lockstep train` run (training/output_lock.h): one on every
-// file it writes (--checkpoint, --metrics, the training curve), held from
+// file it writes (--checkpoint, --metrics, the training curve, --keep-best's), held from
 // before training until the run ends. Two runs given one --metrics would
 // interleave their lines; a run whose --metrics is another live run's
 // --checkpoint would see it replaced at the other's next epoch. Each is

@@ -39,4 +39,11 @@ std::string curve_path(const TrainSettings& s) {
   return std::filesystem::path(s.checkpoint).replace_extension(".png").string();
 }
 
+std::string best_checkpoint_path(const TrainSettings& s) {
+  const std::string suffix = ".safetensors";
+  const std::string& c = s.checkpoint;
+  const bool named = c.size() > suffix.size() && c.compare(c.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (named ? c.substr(0, c.size() - suffix.size()) : c) + ".best" + suffix;
+}
+
 }  // namespace lockstep::app

@@ -75,6 +75,10 @@ struct TrainSettings {
   std::string from_cache_file;  // the flags taken from the --data cache file (not given), for the start report
   std::optional<Duration> time_limit;  // "10m", "1h", "20s": stop, evaluate and checkpoint past it
   std::string plot;             // training-curve PNG (empty: beside the checkpoint); not saved
+  // The checkpoint of the epoch with the best test accuracy is also written
+  // to best_checkpoint_path(); saved, so a resumed run keeps it up.
+  bool keep_best = false;
+  int64_t early_stop = 0;       // stop after this many epochs without a better test accuracy (0: never)
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
   double bucket_mb = 25.0;      // gradient all-reduce bucket size (MiB); results do not depend on it
   double first_bucket_mb = 1.0; // the first bucket's, smaller so communication starts early in backward
@@ -108,5 +112,8 @@ void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled);
 
 // The training-curve PNG: --plot, or the checkpoint's name with .png.
 std::string curve_path(const TrainSettings& s);
+// --keep-best's file: NAME.best.safetensors for the checkpoint NAME.safetensors
+// (or NAME.best.safetensors beside a checkpoint NAME of another extension).
+std::string best_checkpoint_path(const TrainSettings& s);
 
 }  // namespace lockstep::app

@@ -337,6 +337,25 @@ std::vector<SettingEntry> declare_settings() {
   t.push_back(setting(&S::time_limit, "--time-limit",
                       "stop past this wall time (20s, 10m, 1h), evaluate, write the checkpoint")
                   .agreed());
+  // Saved, so a resumed run goes on keeping the best and counting towards its
+  // stop (the best score so far is in the checkpoint too: training/best_score.h);
+  // compared, since every process must stop at the same epoch. Neither can
+  // run without a test set, which train_command.cpp refuses once the data is open.
+  t.push_back(setting(&S::keep_best, "--keep-best",
+                      "also write the checkpoint of the epoch with the best test accuracy so far to "
+                      "NAME.best.safetensors beside --checkpoint NAME.safetensors (needs a test set)")
+                  .saved("keep_best")
+                  .agreed());
+  t.push_back(setting(&S::early_stop, "--early-stop",
+                      "stop after this many epochs in a row without a better test accuracy than the best "
+                      "epoch's (0: never; needs a test set)")
+                  .validated(count, CLI::NonNegativeNumber)
+                  .saved("early_stop")
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(s.early_stop >= 0, "--early-stop must be 0 (off) or a number of epochs, got ",
+                             s.early_stop);
+                  }));
   // Not saved, as every output path.
   t.push_back(setting(&S::plot, "--plot", "training-curve PNG (default: the checkpoint's name, .png)"));
   return t;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "best_report.h"
 #include "commands.h"
 #include "curve_drawer.h"
 #include "data/loader.h"
@@ -89,8 +90,8 @@ void share_cpu_cores(const std::vector<Device>& devices, const ProcessGroup* wor
 }
 
 // Runs the trainer with the progress bar, the metrics file and the curve
-// hooked to it, then reports how it ended: 0 when finished or stopped at the
-// time limit, 130 when stopped by a signal.
+// hooked to it, then reports how it ended: 0 when finished, stopped early
+// (--early-stop) or stopped at the time limit, 130 when stopped by a signal.
 int run_and_report(const TrainSettings& s, const std::string& spec, const TrainData& d, Loaders& loaders,
                    Trainer& trainer) {
   ProgressReporter reporter(s.epochs, s.threads, s.metrics, !s.resume.empty());
@@ -110,7 +111,9 @@ int run_and_report(const TrainSettings& s, const std::string& spec, const TrainD
     curve.add_epoch(trainer.step(), e.has_test, e.test.loss, e.test.accuracy);
     curve.draw();
   };
+  trainer.on_best = [&](const BestScore& best) { report_best(s, best, reporter); };
 
+  const int64_t start_epoch = trainer.epoch();
   bool finished = run_with_signals(trainer);
   reporter.break_line();
 
@@ -128,6 +131,8 @@ int run_and_report(const TrainSettings& s, const std::string& spec, const TrainD
     return 130;
   }
   if (last_test.count > 0) reporter.per_class_table(last_test, d.train->class_names());
+  if (trainer.early_stopped())
+    report_early_stop(s, trainer.best(), trainer.epoch(), trainer.epoch() == start_epoch, reporter);
   std::printf("checkpoint: %s\n", s.checkpoint.c_str());
   if (curve.drawn()) std::printf("training curve: %s\n", curve.png().c_str());
   return 0;
@@ -151,6 +156,10 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   }
 
   const TrainData train_data = open_data(s);
+  LS_CHECK(train_data.test || (!s.keep_best && s.early_stop == 0), s.keep_best ? "--keep-best" : "--early-stop",
+           " compares the test accuracy of each epoch, and ", s.data,
+           " has no test set: give --test-data, or data with a test part (a folder split in two, or a single class "
+           "folder with --test-fraction above 0)");
   const bool imagenet_by_default = resolve_normalize(s, train_data);
   if (!s.resume.empty()) check_resumed_data(s, resume_info, *train_data.train, first);
   const std::string spec = choose_model_spec(s, resume_info, *train_data.train);

@@ -69,6 +69,8 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
   // The test set as eval finds it again: whole, without --test-limit.
   config.checkpoint_extra["data_identity"] = data_identity_json(*d.train, d.sets.test.get());
   if (s.time_limit) config.time_limit_seconds = s.time_limit->seconds;
+  if (s.keep_best) config.best_path = best_checkpoint_path(s);
+  config.early_stop = s.early_stop;
   return config;
 }
 

@@ -173,8 +173,9 @@ TEST_CASE("the metadata keys, the changes refused on resume and the compared set
   std::set<std::string> keys;
   for (const auto& [key, value] : to_metadata(parse({}))) keys.insert(key);
   CHECK(keys == std::set<std::string>{"augment",       "backbone_lr_scale", "batch",          "clip_grad_norm",
-                                      "data",          "drop_last",         "dropout",        "epochs",
-                                      "freeze_backbone", "input",           "label_smoothing", "limit",
+                                      "data",          "drop_last",         "dropout",        "early_stop",
+                                      "epochs",        "freeze_backbone",   "input",          "keep_best",
+                                      "label_smoothing", "limit",
                                       "lr",            "memory_format",     "momentum",       "nesterov",
                                       "normalize",     "precision",         "schedule",       "seed",
                                       "sync_bn",       "test_data",         "test_fraction",  "test_limit",
@@ -216,6 +217,8 @@ TEST_CASE("the metadata keys, the changes refused on resume and the compared set
                                           "--precision",
                                           "--memory-format",
                                           "--time-limit",
+                                          "--keep-best",
+                                          "--early-stop",
                                           "--bucket-mb",
                                           "--first-bucket-mb",
                                           "--init (the pretrained weights' contents)"});

@@ -32,12 +32,15 @@ RUN = ["--model", "simple-cnn", "--limit", "640", "--test-limit", "64", "--batch
 
 
 # Normwise bound on the parameters of a bf16 run on the emulated GPU against
-# the CPU's bf16 run after RUN's 20 steps: measured 1.2e-8 (the fp32 run lies
-# 7.8e-2 away), the CPU's bf16 mode rounding where the GPU stores bf16. The
-# same in either memory format: the emulated GPU's NHWC run (its bf16
-# default) equals its NCHW run bit for bit, as the emulated cuDNN sums in
-# one order for both; a real cuDNN may not.
-BF16_TOLERANCE = 1e-4
+# the CPU's bf16 run after RUN's 20 steps. bf16 rounding turns any change in
+# the order of an FP32 sum into a flipped ulp now and then, and 20 steps grow
+# those: two CPU bf16 runs that differ only in their convolution back-end
+# (LOCKSTEP_CPU_CONV=onednn and im2col) ended 1.4e-2 apart on an Intel Xeon
+# (2026-11-29), the noise floor any other summation lies in. The emulated
+# cuDNN sums in its own order (emu/cudnn/direct_math.cpp): it ended 1.2e-3
+# from the CPU; the fp32 run lies 8.2e-2 away. The bound is about twice the
+# floor; the separation from fp32 is checked beside it.
+BF16_TOLERANCE = 3e-2
 
 
 def floats(raw):
@@ -159,10 +162,9 @@ class Emulated(unittest.TestCase):
         # bf16 activations stored as bf16 on the emulated GPU, channels-last
         # (the default for bf16 on a GPU: no --memory-format given); the CPU
         # rounds the same values in FP32 storage, in NCHW (its default in
-        # every precision). An FP32 sum in another order that crosses a bf16
-        # rounding boundary would flip an activation by 1 ulp (4e-3
-        # relative); none does here. An fp32 run from the same seed lies far
-        # from both.
+        # every precision). Their sums run in other orders, so they part
+        # within bf16's noise floor (BF16_TOLERANCE); an fp32 run from the
+        # same seed lies farther from both.
         gpu = self.train("gpu.safetensors", ["--devices", "0"], "bf16")
         cpu = self.train("cpu.safetensors", ["--devices", "cpu"], "bf16")
         fp32 = self.train("fp32.safetensors", ["--devices", "cpu"], "fp32")

@@ -23,7 +23,7 @@
 // convolution weights rounded once to bf16 on both devices
 // (layers/conv2d.h). No loss scaling: bf16 has FP32's exponent range.
 //
-// Memory format nhwc (Context::memory_format(): given, or tf32 and bf16 on a GPU): the graph converts the
+// Memory format nhwc (Context::memory_format(): given, or bf16 on a GPU): the graph converts the
 // input images to NHWC once per step, into a buffer of its own, and every
 // [N, C, H, W] output and gradient is laid out channels-last; the layers
 // take either (flatten hands the linear layers NCHW order, layers/flatten.h;

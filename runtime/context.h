@@ -42,9 +42,9 @@ struct ContextOptions {
   // convolutions, with a KRSC copy of each filter, on a GPU; the CPU computes
   // on NCHW copies). Weights, checkpoints and predictions do not depend on
   // it. Unset, the Context takes resolve_memory_format's default
-  // (runtime/memory_format_option.h): nhwc for tf32 and bf16 on a GPU, as
-  // PyTorch AMP with channels_last and NVIDIA's tensor-core guidance lay it
-  // out; nchw for fp32 and on the CPU. Context::memory_format() is the
+  // (runtime/memory_format_option.h): nhwc for bf16 on a GPU, as PyTorch AMP
+  // with channels_last and NVIDIA's tensor-core guidance lay it out; nchw
+  // for every other precision and on the CPU. Context::memory_format() is the
   // format in force. Synchronised batch norm takes either.
   std::optional<MemoryFormat> memory_format;
 };

@@ -9,7 +9,7 @@ MemoryFormat parse_memory_format(std::string_view text, std::string_view what) {
 }
 
 MemoryFormat default_memory_format(Precision precision, Device device) {
-  return precision != Precision::fp32 && device.is_cuda() ? MemoryFormat::nhwc : MemoryFormat::nchw;
+  return precision == Precision::bf16 && device.is_cuda() ? MemoryFormat::nhwc : MemoryFormat::nchw;
 }
 
 MemoryFormat resolve_memory_format(const ContextOptions& options, Device device) {

@@ -15,15 +15,11 @@ namespace lockstep {
 // and the valid names otherwise.
 MemoryFormat parse_memory_format(std::string_view text, std::string_view what = "memory format");
 
-// The format used when none is given: channels-last (nhwc) for tf32 and
-// bf16 on a CUDA device, nchw for fp32 and on the CPU. Tensor-core
-// convolutions want channels-last (cuDNN's documentation: it may transpose
-// NCHW tensors to NHWC to reach them, a cost channels-last saves), as
-// PyTorch AMP with channels_last lays them out; on an H200, resnet18's tf32
-// step took 9.3 ms in nhwc against 13.4 ms in nchw at batch 256
-// (bench/gpu-runs/2026-11-27-h200-second). fp32 reaches no tensor core and
-// was not measured; the CPU computes NHWC on NCHW copies, so it keeps nchw
-// in every precision.
+// The format used when none is given: channels-last (nhwc) for bf16 on a
+// CUDA device, nchw for every other precision and on the CPU. bf16 on a GPU follows PyTorch AMP with channels_last and NVIDIA's guidance
+// for tensor cores (cuDNN's documentation: it may transpose NCHW tensors to
+// NHWC to reach its tensor-core convolutions, a cost channels-last saves).
+// The CPU computes NHWC on NCHW copies, so it keeps nchw in every precision.
 MemoryFormat default_memory_format(Precision precision, Device device);
 
 // The format a Context on `device` with `options` lays its activations out

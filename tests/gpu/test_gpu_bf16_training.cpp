@@ -74,7 +74,7 @@ double normwise(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(diff / std::max(norm, 1e-30));
 }
 
-// `format` unset: the library's default (nhwc for tf32 and bf16 on a GPU, nchw on the CPU).
+// `format` unset: the library's default (nhwc for bf16 on a GPU, nchw on the CPU).
 FormatRun train(const std::string& name, const Shape& sample, const std::vector<Device>& devices, Precision precision,
                 std::optional<MemoryFormat> format = std::nullopt, bool sync_bn = false) {
   ReplicaOptions options;

@@ -61,12 +61,12 @@ TEST_CASE("a gpu context sets the libraries' math from its precision", "[gpu][co
   }
 }
 
-TEST_CASE("a gpu context lays activations out nhwc in tf32 and bf16 and nchw in fp32, unless told", "[gpu][context][nhwc]") {
+TEST_CASE("a gpu context lays activations out nhwc in bf16 and nchw otherwise, unless told", "[gpu][context][nhwc]") {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16}) {
     INFO(precision_name(p));
     ContextOptions options;
     options.precision = p;
-    const MemoryFormat expected = p == Precision::fp32 ? MemoryFormat::nchw : MemoryFormat::nhwc;
+    const MemoryFormat expected = p == Precision::bf16 ? MemoryFormat::nhwc : MemoryFormat::nchw;
     CHECK(Context(Device::cuda(0), options).memory_format() == expected);
     CHECK(Context(Device::cuda(0), options).options().memory_format == expected);
     for (MemoryFormat given : {MemoryFormat::nchw, MemoryFormat::nhwc}) {

@@ -153,7 +153,7 @@ std::vector<SettingEntry> declare_settings() {
   t.push_back(setting(&S::memory_format, "--memory-format",
                       "nchw or nhwc: how the activations lie in memory (channels-last, cuDNN's NHWC "
                       "convolutions on a GPU); the weights, checkpoints and predictions are the same. Default: "
-                      "nhwc for --precision tf32 and bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
+                      "nhwc for --precision bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
                   .validated(CLI::IsMember({"nchw", "nhwc"}))
                   .saved("memory_format")
                   .agreed());

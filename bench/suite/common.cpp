@@ -69,7 +69,7 @@ options (some suites):
   --precision fp32|tf32|bf16   peers, scaling, roofline, profile: tf32 is --tf32; bf16 (mixed precision) runs the
                           PyTorch peer with AMP bf16 and channels_last; lockstep in its bf16 mode (NHWC on a GPU)
   --memory-format nchw|nhwc    peers, scaling, profile: lockstep's activation layout (default: the library's, nhwc
-                          for tf32 and bf16 on a GPU, else nchw); the PyTorch peer runs both layouts on a GPU
+                          for bf16 on a GPU, else nchw); the PyTorch peer runs both layouts on a GPU
   --eager                 peers: lockstep's eager step, its phases timed (default on a GPU: the step
                           replayed from a CUDA graph, as lockstep train runs it)
   --gpu KEY               roofline: h100, h200, a100 (and h100-pcie, h100-nvl, h200-nvl, a100-pcie, a100-40gb);

@@ -7,6 +7,7 @@
 // changes a resumed run refuses, the names the processes compare.
 #include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,10 +39,26 @@ TrainSettings parse(std::vector<std::string> args) {
 
 // A file whose contents --init's agreement compares; also a value any path
 // setting takes.
+// A file for the flags that name one (--init): one per test process, removed
+// when the process ends, so the run leaves nothing in the temporary folder.
+class TestFile {
+public:
+  TestFile()
+      : path_((std::filesystem::temp_directory_path() /
+               ("lockstep-settings-table-test-" + std::to_string(::getpid()) + ".bin"))
+                  .string()) {
+    std::ofstream(path_) << "weights";
+  }
+  ~TestFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
 std::string existing_file() {
-  const std::string path = (std::filesystem::temp_directory_path() / "lockstep-settings-table-test.bin").string();
-  std::ofstream(path) << "weights";
-  return path;
+  static const TestFile file;
+  return file.path();
 }
 
 // The settings with `entry` changed from its default through its flag: the

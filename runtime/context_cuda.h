@@ -2,13 +2,14 @@
 // What runtime/context.cpp asks of the CUDA backend: the CudaState factory
 // and the stream work a Context queues. Declared here, one level above
 // runtime/cuda/, and defined there (cuda_context.cpp, context_cuda.cpp), so
-// context.cpp never includes the CUDA half and the CUDA half includes
-// context.h one way. Only a build with the backend (LOCKSTEP_WITH_CUDA)
-// defines them.
+// context.cpp never includes the CUDA half, and this header needs only the
+// options and the state's handle, not context.h. Only a build with the
+// backend (LOCKSTEP_WITH_CUDA) defines them.
 #include <cstddef>
 #include <memory>
 
-#include "runtime/context.h"
+#include "runtime/context_options.h"
+#include "runtime/cuda_state_handle.h"
 
 namespace lockstep {
 

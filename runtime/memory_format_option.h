@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include "kernels/memory_format.h"
-#include "runtime/context.h"
+#include "runtime/context_options.h"
+#include "runtime/device.h"
+#include "runtime/precision.h"
 
 namespace lockstep {
 

@@ -17,7 +17,7 @@
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
 #include "runtime/cuda/context_streams.h"
-#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/device_guard.h"
 #include "runtime/cuda/stream_uses.h"
 #include "base/environment.h"
 

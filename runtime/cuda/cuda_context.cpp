@@ -7,23 +7,12 @@
 #include "runtime/cuda/context_streams.h"
 #include "runtime/cuda/cuda_allocator.h"
 #include "runtime/cuda/cuda_memory.h"
+#include "runtime/precision_policy.h"
 #include "base/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_plans.h"
 #include "base/error.h"
 
 namespace lockstep {
-
-DeviceGuard::DeviceGuard(int device) {
-  LS_CUDA_CHECK(cudaGetDevice(&previous_));
-  if (previous_ != device) {
-    LS_CUDA_CHECK(cudaSetDevice(device));
-    changed_ = true;
-  }
-}
-
-DeviceGuard::~DeviceGuard() {
-  if (changed_) LS_CUDA_LOG(cudaSetDevice(previous_));
-}
 
 namespace {
 // cuBLAS's documented workspace recommendation: 32 MiB on Hopper and later,

@@ -33,22 +33,10 @@
 
 #include "runtime/allocator.h"
 #include "runtime/context_cuda.h"
+#include "runtime/cuda/device_guard.h"
 #include "kernels/cuda/cuda_libraries.h"
 
 namespace lockstep {
-
-// Makes `device` current for its scope and restores the previous device.
-class DeviceGuard {
-public:
-  explicit DeviceGuard(int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
-private:
-  int previous_ = -1;
-  bool changed_ = false;
-};
 
 // The library handles, the compute stream and the plans are CudaLibraries'
 // (kernels/cuda/cuda_libraries.h), what the cuDNN and cuBLAS twins use.

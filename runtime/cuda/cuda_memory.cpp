@@ -5,7 +5,7 @@
 #include "base/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_allocator.h"
 #include "runtime/cuda/context_streams.h"
-#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/device_guard.h"
 #include "runtime/cuda/per_device.h"
 
 namespace lockstep {

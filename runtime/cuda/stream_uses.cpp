@@ -1,7 +1,7 @@
 #include "runtime/cuda/stream_uses.h"
 
 #include "base/cuda/cuda_check.h"
-#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/device_guard.h"
 
 namespace lockstep {
 

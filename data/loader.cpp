@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -14,6 +15,7 @@
 
 #include "data/random.h"
 #include "kernels/cpu/augment_cpu.h"
+#include "kernels/loss_math.h"
 #include "runtime/allocator.h"
 #include "base/error.h"
 
@@ -34,6 +36,7 @@ constexpr size_t kHeld = 2;
 struct Slot {
   Tensor images, labels;
   Tensor draws;  // augment_on_device: u8 [batch, sizeof(AugmentDraw)], each sample's draw
+  Tensor targets;  // mixing: i32 [batch, kMixedTargetWidth], the mixed targets handed out as the labels
   std::vector<uint8_t> valid;  // per position; 0 when skip_bad_images left the sample out
   int64_t batch = -1;          // which batch of the epoch it holds
   int64_t count = 0;           // samples of that batch
@@ -82,6 +85,14 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
   LS_CHECK(config_.augment.crop_padding >= 0, "Loader: negative crop padding ", config_.augment.crop_padding);
   LS_CHECK(config_.augment.crop_padding == 0 || !config_.augment.random_resized_crop,
            "Loader: a padded crop and a random resized crop are two crops: give one");
+  const MixConfig& mix = config_.mix;
+  for (double alpha : {mix.mixup_alpha, mix.cutmix_alpha})
+    LS_CHECK(alpha >= 0.0 && std::isfinite(alpha), "Loader: mixup/CutMix alpha ", alpha, " is not a number >= 0");
+  for (double p : {mix.prob, mix.switch_prob})
+    LS_CHECK(p >= 0.0 && p <= 1.0, "Loader: mixup probability ", p, " is outside [0, 1]");
+  LS_CHECK(!mix.enabled() || !config_.augment_on_device,
+           "Loader: mixup and CutMix mix the augmented float batch, so its samples cannot be augmented on the "
+           "device (augment_on_device)");
   // Not (n + batch_size - 1) / batch_size: that overflows for a batch size near 2^63.
   num_batches_ = n / config_.batch_size + (!config_.drop_last && n % config_.batch_size != 0 ? 1 : 0);
   LS_CHECK(num_batches_ > 0, "Loader: ", dataset_->source(), " has ", n, " samples, not one full batch of ",
@@ -110,6 +121,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
     slot.images = Tensor::empty_with(Shape{batch, shape[0], shape[1], shape[2]}, allocator,
                                      config_.augment_on_device ? DType::u8 : DType::f32);
     slot.labels = Tensor::empty_with(Shape{batch}, allocator, DType::i32);
+    if (config_.mix.enabled()) slot.targets = Tensor::empty_with(Shape{batch, kMixedTargetWidth}, allocator, DType::i32);
     if (config_.augment_on_device)
       slot.draws = Tensor::empty_with(Shape{batch, static_cast<int64_t>(sizeof(AugmentDraw))}, allocator, DType::u8);
     slot.valid.assign(static_cast<size_t>(batch), 1);
@@ -264,6 +276,16 @@ bool Loader::next(HostBatch& batch) {
     batch.mean = config_.augment_on_device ? mean_ : Tensor();
     batch.stddev = config_.augment_on_device ? stddev_ : Tensor();
     s.held.push_back(wanted);
+    if (config_.mix.enabled()) {
+      // The whole batch, so the pairs (i, count-1-i) are those of one
+      // replica's batch. Outside the lock: a held slot is not refilled.
+      const int64_t epoch = s.epoch;
+      lock.unlock();
+      const Shape shape = sample_shape();
+      const MixDraw draw = draw_mix(config_.mix, config_.seed, epoch, wanted, shape[1], shape[2]);
+      mix_batch(slot.images.data(), slot.labels.labels(), count, shape, draw, slot.targets.labels());
+      batch.labels = slot.targets.batch_slice(0, count);
+    }
     return true;
   }
 }

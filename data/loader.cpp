@@ -41,6 +41,7 @@ struct Slot {
   int64_t batch = -1;          // which batch of the epoch it holds
   int64_t count = 0;           // samples of that batch
   int64_t done = 0;            // samples filled so far
+  int64_t kept = 0;            // samples once skip_bad_images' gaps are closed (set before ready)
   bool ready = false;
 };
 
@@ -263,29 +264,19 @@ bool Loader::next(HostBatch& batch) {
     s.ready_cv.wait(lock, [&] { return s.stopped || s.error || (slot.batch == wanted && slot.ready); });
     if (s.stopped || s.error) continue;
     ++s.handed;
-    const int64_t count = close_gaps(slot);
+    const int64_t count = slot.kept;
     if (count == 0) {  // every image of the batch was bad: never held
       s.work_cv.notify_all();
       continue;
     }
     batch.images = slot.images.batch_slice(0, count);
-    batch.labels = slot.labels.batch_slice(0, count);
+    batch.labels = (config_.mix.enabled() ? slot.targets : slot.labels).batch_slice(0, count);
     batch.count = count;
     batch.draws = config_.augment_on_device ? slot.draws.batch_slice(0, count) : Tensor();
     batch.crop_padding = config_.augment_on_device ? config_.augment.crop_padding : 0;
     batch.mean = config_.augment_on_device ? mean_ : Tensor();
     batch.stddev = config_.augment_on_device ? stddev_ : Tensor();
     s.held.push_back(wanted);
-    if (config_.mix.enabled()) {
-      // The whole batch, so the pairs (i, count-1-i) are those of one
-      // replica's batch. Outside the lock: a held slot is not refilled.
-      const int64_t epoch = s.epoch;
-      lock.unlock();
-      const Shape shape = sample_shape();
-      const MixDraw draw = draw_mix(config_.mix, config_.seed, epoch, wanted, shape[1], shape[2]);
-      mix_batch(slot.images.data(), slot.labels.labels(), count, shape, draw, slot.targets.labels());
-      batch.labels = slot.targets.batch_slice(0, count);
-    }
     return true;
   }
 }
@@ -399,12 +390,31 @@ void Loader::worker_loop() {
     }
 
     lock.lock();
-    --s.busy;
     s.skipped.merge(bad);
     if (error && !s.error) s.error = error;
     // A chunk cut short by stop() or an error never completes its batch.
     if (!error && p == end) slot.done += end - start;
-    if (slot.done == slot.count) slot.ready = true;
+    if (slot.done == slot.count && !slot.ready) {
+      // The worker that completes a batch closes its gaps and mixes it
+      // (LoaderConfig::mix: the whole batch, so the pairs i, count-1-i are
+      // those of one replica's batch) outside the lock and still busy: no one
+      // else touches a slot that is not ready, and start_epoch waits for it.
+      lock.unlock();
+      std::exception_ptr finish_error;
+      try {
+        slot.kept = close_gaps(slot);
+        if (config_.mix.enabled() && slot.kept > 0) {
+          const MixDraw draw = draw_mix(config_.mix, config_.seed, epoch, b, shape[1], shape[2]);
+          mix_batch(slot.images.data(), slot.labels.labels(), slot.kept, shape, draw, slot.targets.labels());
+        }
+      } catch (...) {
+        finish_error = std::current_exception();
+      }
+      lock.lock();
+      if (finish_error && !s.error) s.error = finish_error;
+      slot.ready = !finish_error;
+    }
+    --s.busy;
     if (slot.ready || s.error) s.ready_cv.notify_all();
     if (s.busy == 0) s.idle_cv.notify_all();
   }

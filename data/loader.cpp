@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -14,6 +15,7 @@
 
 #include "data/random.h"
 #include "kernels/cpu/augment_cpu.h"
+#include "kernels/loss_math.h"
 #include "runtime/allocator.h"
 #include "base/error.h"
 
@@ -34,10 +36,12 @@ constexpr size_t kHeld = 2;
 struct Slot {
   Tensor images, labels;
   Tensor draws;  // augment_on_device: u8 [batch, sizeof(AugmentDraw)], each sample's draw
+  Tensor targets;  // mixing: i32 [batch, kMixedTargetWidth], the mixed targets handed out as the labels
   std::vector<uint8_t> valid;  // per position; 0 when skip_bad_images left the sample out
   int64_t batch = -1;          // which batch of the epoch it holds
   int64_t count = 0;           // samples of that batch
   int64_t done = 0;            // samples filled so far
+  int64_t kept = 0;            // samples once skip_bad_images' gaps are closed (set before ready)
   bool ready = false;
 };
 
@@ -82,6 +86,14 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
   LS_CHECK(config_.augment.crop_padding >= 0, "Loader: negative crop padding ", config_.augment.crop_padding);
   LS_CHECK(config_.augment.crop_padding == 0 || !config_.augment.random_resized_crop,
            "Loader: a padded crop and a random resized crop are two crops: give one");
+  const MixConfig& mix = config_.mix;
+  for (double alpha : {mix.mixup_alpha, mix.cutmix_alpha})
+    LS_CHECK(alpha >= 0.0 && std::isfinite(alpha), "Loader: mixup/CutMix alpha ", alpha, " is not a number >= 0");
+  for (double p : {mix.prob, mix.switch_prob})
+    LS_CHECK(p >= 0.0 && p <= 1.0, "Loader: mixup probability ", p, " is outside [0, 1]");
+  LS_CHECK(!mix.enabled() || !config_.augment_on_device,
+           "Loader: mixup and CutMix mix the augmented float batch, so its samples cannot be augmented on the "
+           "device (augment_on_device)");
   // Not (n + batch_size - 1) / batch_size: that overflows for a batch size near 2^63.
   num_batches_ = n / config_.batch_size + (!config_.drop_last && n % config_.batch_size != 0 ? 1 : 0);
   LS_CHECK(num_batches_ > 0, "Loader: ", dataset_->source(), " has ", n, " samples, not one full batch of ",
@@ -110,6 +122,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
     slot.images = Tensor::empty_with(Shape{batch, shape[0], shape[1], shape[2]}, allocator,
                                      config_.augment_on_device ? DType::u8 : DType::f32);
     slot.labels = Tensor::empty_with(Shape{batch}, allocator, DType::i32);
+    if (config_.mix.enabled()) slot.targets = Tensor::empty_with(Shape{batch, kMixedTargetWidth}, allocator, DType::i32);
     if (config_.augment_on_device)
       slot.draws = Tensor::empty_with(Shape{batch, static_cast<int64_t>(sizeof(AugmentDraw))}, allocator, DType::u8);
     slot.valid.assign(static_cast<size_t>(batch), 1);
@@ -251,13 +264,13 @@ bool Loader::next(HostBatch& batch) {
     s.ready_cv.wait(lock, [&] { return s.stopped || s.error || (slot.batch == wanted && slot.ready); });
     if (s.stopped || s.error) continue;
     ++s.handed;
-    const int64_t count = close_gaps(slot);
+    const int64_t count = slot.kept;
     if (count == 0) {  // every image of the batch was bad: never held
       s.work_cv.notify_all();
       continue;
     }
     batch.images = slot.images.batch_slice(0, count);
-    batch.labels = slot.labels.batch_slice(0, count);
+    batch.labels = (config_.mix.enabled() ? slot.targets : slot.labels).batch_slice(0, count);
     batch.count = count;
     batch.draws = config_.augment_on_device ? slot.draws.batch_slice(0, count) : Tensor();
     batch.crop_padding = config_.augment_on_device ? config_.augment.crop_padding : 0;
@@ -377,12 +390,31 @@ void Loader::worker_loop() {
     }
 
     lock.lock();
-    --s.busy;
     s.skipped.merge(bad);
     if (error && !s.error) s.error = error;
     // A chunk cut short by stop() or an error never completes its batch.
     if (!error && p == end) slot.done += end - start;
-    if (slot.done == slot.count) slot.ready = true;
+    if (slot.done == slot.count && !slot.ready) {
+      // The worker that completes a batch closes its gaps and mixes it
+      // (LoaderConfig::mix: the whole batch, so the pairs i, count-1-i are
+      // those of one replica's batch) outside the lock and still busy: no one
+      // else touches a slot that is not ready, and start_epoch waits for it.
+      lock.unlock();
+      std::exception_ptr finish_error;
+      try {
+        slot.kept = close_gaps(slot);
+        if (config_.mix.enabled() && slot.kept > 0) {
+          const MixDraw draw = draw_mix(config_.mix, config_.seed, epoch, b, shape[1], shape[2]);
+          mix_batch(slot.images.data(), slot.labels.labels(), slot.kept, shape, draw, slot.targets.labels());
+        }
+      } catch (...) {
+        finish_error = std::current_exception();
+      }
+      lock.lock();
+      if (finish_error && !s.error) s.error = finish_error;
+      slot.ready = !finish_error;
+    }
+    --s.busy;
     if (slot.ready || s.error) s.ready_cv.notify_all();
     if (s.busy == 0) s.idle_cv.notify_all();
   }

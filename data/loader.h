@@ -15,6 +15,7 @@
 
 #include "data/augment.h"
 #include "data/dataset.h"
+#include "data/mix.h"
 #include "runtime/batch_source.h"
 
 namespace lockstep::data {
@@ -27,6 +28,12 @@ struct LoaderConfig {
   int threads = 2;   // worker threads (at least 1)
   int prefetch = 2;  // batches prepared beyond the two the trainer may hold (at least 2)
   AugmentConfig augment;
+  // Mixup and CutMix (data/mix.h): when enabled, each batch, whole, is
+  // mixed after augmentation and normalisation, and its labels are mixed
+  // targets [count, 3] (ops/loss.h). Needs the float batches (not
+  // augment_on_device): the pairs span the whole batch, which no replica's
+  // slice holds.
+  MixConfig mix;
   // Batches hold each sample's decoded bytes and its draw (HostBatch's u8
   // images and draws) instead of augmented, normalised floats: the replica
   // that trains on them augments them on its device (ops::augment_images),

@@ -3,6 +3,7 @@
 // epoch order, crops and flips) is drawn from these, never from <random>'s
 // distributions, whose output differs between standard libraries: the same
 // seed must give the same order and the same crops on every machine.
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -24,7 +25,7 @@ inline uint64_t derive_seed(uint64_t seed, uint64_t stream, uint64_t a = 0, uint
 }
 
 // Streams of derive_seed, one per use.
-enum : uint64_t { kSplitStream = 0x5350, kOrderStream = 0x4F52, kAugmentStream = 0x4147 };
+enum : uint64_t { kSplitStream = 0x5350, kOrderStream = 0x4F52, kAugmentStream = 0x4147, kMixStream = 0x4D58 };
 
 // SplitMix64 generator.
 class Rng {

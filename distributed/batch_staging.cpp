@@ -18,7 +18,8 @@ Shape with_samples(const Shape& shape, int64_t count) {
 bool BatchStaging::fits(const Slot& slot, const HostBatch& batch, int64_t count) {
   return slot.images.defined() && slot.images.dim(0) >= count && slot.images.dtype() == batch.images.dtype() &&
          slot.images.shape().per_sample() == batch.images.shape().per_sample() &&
-         slot.images.shape().rank() == batch.images.shape().rank() && slot.labels.numel() >= count &&
+         slot.images.shape().rank() == batch.images.shape().rank() && slot.labels.defined() && slot.labels.dim(0) >= count &&
+         slot.labels.shape().per_sample() == batch.labels.shape().per_sample() &&
          (!batch.raw_pixels() || (slot.draws.defined() && slot.draws.dim(0) >= count));
 }
 
@@ -45,7 +46,7 @@ void BatchStaging::reserve(Context& ctx, const HostBatch& batch, int64_t count) 
     if (ahead_ >= 0 && &slots_[ahead_] == &slot) ahead_ = -1;
     slot = Slot{};
     slot.images = Tensor::empty(with_samples(batch.images.shape(), count), device, batch.images.dtype());
-    slot.labels = Tensor::empty(Shape{count}, device, batch.labels.dtype());
+    slot.labels = Tensor::empty(with_samples(batch.labels.shape(), count), device, batch.labels.dtype());
     if (batch.raw_pixels()) slot.draws = Tensor::empty(with_samples(batch.draws.shape(), count), device, DType::u8);
   }
   if (augmented_fits(batch, count)) return;

@@ -5,9 +5,12 @@
 // e (0 <= e < 1) the target is (1 - e) onehot(label) + e / classes, as
 // PyTorch's CrossEntropyLoss(label_smoothing=e): the loss is logsumexp(z) -
 // (1 - e) z[label] - e mean(z), the gradient scale * (softmax(z) - target).
+// Mixed targets (mixup, CutMix; data/mix.h) weigh two smoothed one-hots,
+// lam on label a and 1 - lam on label b, as timm's mixup_target.
 #include <math.h>
 #include <stdint.h>
 
+#include "kernels/float_bits.h"
 #include "kernels/host_device.h"
 
 namespace lockstep {
@@ -57,6 +60,35 @@ LS_HD double row_loss(float logsumexp, float z_label, float z_mean, float smooth
 // d(scale * loss)/dz[k] for one row, from the row's logsumexp and class k's target.
 LS_HD float cross_entropy_grad(float z, float logsumexp, float target, float scale) {
   return scale * (expf(z - logsumexp) - target);
+}
+
+// A mixed batch's labels are rows of three int32: label a, label b and the
+// bits of lam as a float (a [N, 3] i32 tensor), so they travel, are sliced
+// over replicas and are staged as the plain [N] labels are.
+inline constexpr int kMixedTargetWidth = 3;
+
+struct MixedTarget {
+  int32_t a, b;
+  float lam;
+};
+
+LS_HD MixedTarget mixed_target_of(const int32_t* row) {
+  return MixedTarget{row[0], row[1], bits_float(static_cast<uint32_t>(row[2]))};
+}
+
+// Class k's target in a mixed row: lam smooth(onehot(a)) + (1 - lam)
+// smooth(onehot(b)). With lam = 1 it is smoothed_target(is_a) exactly.
+LS_HD float mixed_target(bool is_a, bool is_b, float lam, float smoothing, int classes) {
+  return lam * smoothed_target(is_a, smoothing, classes) + (1.0f - lam) * smoothed_target(is_b, smoothing, classes);
+}
+
+// A mixed row's loss, -sum_k target_k log softmax(z)_k: logsumexp(z) - (1 - e)
+// (lam z[a] + (1 - lam) z[b]) - e mean(z), since the targets sum to 1.
+LS_HD double mixed_row_loss(float logsumexp, float z_a, float z_b, float z_mean, float lam, float smoothing) {
+  const double l = static_cast<double>(lam);
+  const double hit = l * static_cast<double>(z_a) + (1.0 - l) * static_cast<double>(z_b);
+  return static_cast<double>(logsumexp) - (1.0 - static_cast<double>(smoothing)) * hit -
+         static_cast<double>(smoothing) * static_cast<double>(z_mean);
 }
 
 }  // namespace lockstep

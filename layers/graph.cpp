@@ -237,7 +237,9 @@ void Graph::check_batch(const Tensor& images, const Tensor& labels) const {
   Shape expect = batched(images.shape().rank() ? images.dim(0) : 0, input_shape_);
   LS_CHECK(images.shape() == expect, "images of shape ", images.shape().str(), " for a model that takes ",
            expect.str());
-  LS_CHECK(labels.numel() == images.dim(0), images.dim(0), " images with ", labels.numel(), " labels");
+  // Labels: [N], or [N, 3] mixed targets (ops/loss.h), which only training takes.
+  LS_CHECK(labels.shape().rank() >= 1 && labels.dim(0) == images.dim(0), images.dim(0), " images with labels ",
+           labels.shape().str());
 }
 
 // The bf16 copy of the weights: made (and bound to the layers) at the first

@@ -12,11 +12,24 @@
 
 namespace lockstep::ops {
 
+bool mixed_targets(const Tensor& labels) {
+  return labels.shape().rank() == 2 && labels.dim(1) == kMixedTargetWidth;
+}
+
 void check_labels(const Tensor& labels, int64_t classes) {
   std::vector<int32_t> host = labels.to_label_vector();
-  for (size_t i = 0; i < host.size(); ++i)
-    LS_CHECK(host[i] >= 0 && host[i] < classes, "label ", host[i], " of sample ", i, " is outside [0, ", classes,
-             ")");
+  if (!mixed_targets(labels)) {
+    for (size_t i = 0; i < host.size(); ++i)
+      LS_CHECK(host[i] >= 0 && host[i] < classes, "label ", host[i], " of sample ", i, " is outside [0, ", classes,
+               ")");
+    return;
+  }
+  for (size_t i = 0; i < host.size() / kMixedTargetWidth; ++i) {
+    const MixedTarget t = mixed_target_of(host.data() + i * kMixedTargetWidth);
+    for (int32_t label : {t.a, t.b})
+      LS_CHECK(label >= 0 && label < classes, "label ", label, " of sample ", i, " is outside [0, ", classes, ")");
+    LS_CHECK(t.lam >= 0.0f && t.lam <= 1.0f, "mixing weight ", t.lam, " of sample ", i, " is outside [0, 1]");
+  }
 }
 
 namespace {
@@ -25,7 +38,9 @@ int check_loss_shapes(const Tensor& logits, const Tensor& labels, const Tensor* 
            " outside [0, 1)");
   LS_CHECK(logits.shape().rank() == 2, "softmax_cross_entropy: logits must be [N, classes], got ",
            logits.shape().str());
-  LS_CHECK(labels.numel() == logits.dim(0), "softmax_cross_entropy: ", labels.numel(), " labels for ", logits.dim(0),
+  LS_CHECK(labels.shape().rank() == 1 || mixed_targets(labels),
+           "softmax_cross_entropy: labels must be [N] or mixed targets [N, 3], got ", labels.shape().str());
+  LS_CHECK(labels.dim(0) == logits.dim(0), "softmax_cross_entropy: ", labels.dim(0), " labels for ", logits.dim(0),
            " rows");
   if (logits_grad)
     LS_CHECK(logits_grad->shape() == logits.shape(), "softmax_cross_entropy: gradient ", logits_grad->shape().str(),
@@ -35,7 +50,8 @@ int check_loss_shapes(const Tensor& logits, const Tensor& labels, const Tensor* 
 
 LossSums cpu_loss(const Tensor& logits, const Tensor& labels, int classes, float scale, float* grad, float smoothing) {
   check_labels(labels, classes);
-  return cpu::softmax_cross_entropy(logits.data(), labels.labels(), logits.dim(0), classes, scale, grad, smoothing);
+  return cpu::softmax_cross_entropy(logits.data(), labels.labels(), logits.dim(0), classes, scale, grad, smoothing,
+                                    mixed_targets(labels));
 }
 }  // namespace
 
@@ -57,7 +73,8 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
         return with_stored_type(dtype, [&](auto tag) {
           using T = decltype(tag);
           return cuda::softmax_cross_entropy(gpu.compute_stream, scratch, elems<T>(logits), labels.labels(), rows,
-                                             classes, scale, elems<T>(logits_grad), label_smoothing);
+                                             classes, scale, elems<T>(logits_grad), label_smoothing,
+                                             mixed_targets(labels));
         });
       }));
   m.loss_sum = sums.loss_sum;
@@ -90,13 +107,15 @@ MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits,
         with_stored_type(dtype, [&](auto tag) {
           using T = decltype(tag);
           cuda::softmax_cross_entropy_queued(gpu.compute_stream, scratch, elems<T>(logits), labels.labels(), rows,
-                                             classes, scale, elems<T>(logits_grad), result, host, label_smoothing);
+                                             classes, scale, elems<T>(logits_grad), result, host, label_smoothing,
+                                             mixed_targets(labels));
         });
         // The labels tensor is kept alive for the bad-label message.
         return [state = &gpu, host, labels, rows, classes] {
           DeviceGuard guard(state->device);
           cuda_synchronize_compute(*state);
-          LossSums sums = cuda::loss_sums_of(state->compute_stream, *host, labels.labels(), classes);
+          LossSums sums = cuda::loss_sums_of(state->compute_stream, *host, labels.labels(), classes,
+                                             mixed_targets(labels));
           StepMetrics m;
           m.count = rows;
           m.loss_sum = sums.loss_sum;

@@ -1,5 +1,8 @@
 #pragma once
-// Softmax cross-entropy with integer labels. Returns the unscaled loss sum and
+// Softmax cross-entropy with integer labels, [N], or mixed targets (mixup,
+// CutMix), [N, 3] rows of (label a, label b, lam's float bits), trained
+// towards lam smooth(onehot(a)) + (1 - lam) smooth(onehot(b)) (timm's
+// mixup_target; kernels/loss_math.h), correct when top-1 is a. Returns the unscaled loss sum and
 // correct count; when `logits_grad` is defined writes scale * dLoss/dlogits
 // into it (the replica manager passes scale = 1/B, B the global batch).
 // `label_smoothing` e in [0, 1) trains towards (1 - e) onehot + e / classes
@@ -23,7 +26,10 @@ StepMetrics softmax_cross_entropy(Context& ctx, const Tensor& logits, const Tens
 MetricsReadback softmax_cross_entropy_queued(Context& ctx, const Tensor& logits, const Tensor& labels, float scale,
                                              Tensor* logits_grad, float label_smoothing = 0.0f);
 
-// Throws an Error naming the first label outside [0, classes).
+// Throws an Error naming the first label outside [0, classes) (or, mixed,
+// the first weight outside [0, 1]).
 void check_labels(const Tensor& labels, int64_t classes);
+// Whether `labels` holds mixed targets ([N, 3]) rather than labels ([N]).
+bool mixed_targets(const Tensor& labels);
 
 }  // namespace lockstep::ops

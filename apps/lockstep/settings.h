@@ -33,6 +33,13 @@ struct TrainSettings {
   float weight_decay = 5e-4f;
   float clip_grad_norm = 0.0f;  // 0: no gradient clipping
   float label_smoothing = 0.0f; // e in [0, 1): train towards (1 - e) onehot + e / classes
+  // Mixup and CutMix (data/mix.h, timm's Mixup in 'batch' mode): the Beta
+  // alphas (0: off), the chance a batch is mixed, and the chance of CutMix
+  // when both alphas are set.
+  double mixup = 0.0;
+  double cutmix = 0.0;
+  double mixup_prob = 1.0;
+  double mixup_switch_prob = 0.5;
   // Fine-tuning (the backbone: every layer before the classifier). Frozen:
   // only the classifier trains, the backbone runs as in inference (its batch
   // norm keeps its statistics). Otherwise the backbone's learning rate is

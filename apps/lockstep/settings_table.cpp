@@ -183,6 +183,48 @@ std::vector<SettingEntry> declare_settings() {
                     LS_CHECK(s.label_smoothing >= 0.0f && s.label_smoothing < 1.0f, "--label-smoothing ",
                              s.label_smoothing, ": expected a number in [0, 1)");
                   }));
+  // Mixup and CutMix may change on resume: the batches from the resumed one
+  // on are mixed with the new values (each batch's draw comes from the seed,
+  // the epoch and the batch, never from what came before).
+  t.push_back(setting(&S::mixup, "--mixup",
+                      "A >= 0: mix each training batch with its reverse, x lam + x_reversed (1 - lam), lam from "
+                      "Beta(A, A), and train towards the labels mixed alike (timm's --mixup; DeiT: 0.8). 0: off")
+                  .validated(CLI::NonNegativeNumber)
+                  .saved("mixup")
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(s.mixup >= 0.0 && std::isfinite(s.mixup), "--mixup ", s.mixup,
+                             ": expected a number >= 0 (0: off)");
+                  }));
+  t.push_back(setting(&S::cutmix, "--cutmix",
+                      "A >= 0: paste a box of each training batch's reverse into it, of area about 1 - lam with "
+                      "lam from Beta(A, A), and weigh the labels by the areas (timm's --cutmix; DeiT: 1.0). 0: off")
+                  .validated(CLI::NonNegativeNumber)
+                  .saved("cutmix")
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(s.cutmix >= 0.0 && std::isfinite(s.cutmix), "--cutmix ", s.cutmix,
+                             ": expected a number >= 0 (0: off)");
+                  }));
+  t.push_back(setting(&S::mixup_prob, "--mixup-prob",
+                      "P in [0, 1]: the chance that a batch is mixed at all with --mixup or --cutmix (timm's)")
+                  .validated(CLI::Range(0.0, 1.0))
+                  .saved("mixup_prob")
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(s.mixup_prob >= 0.0 && s.mixup_prob <= 1.0, "--mixup-prob ", s.mixup_prob,
+                             ": expected a number in [0, 1]");
+                  }));
+  t.push_back(setting(&S::mixup_switch_prob, "--mixup-switch-prob",
+                      "P in [0, 1]: with both --mixup and --cutmix, the chance that a mixed batch takes CutMix "
+                      "rather than mixup (timm's, default 0.5)")
+                  .validated(CLI::Range(0.0, 1.0))
+                  .saved("mixup_switch_prob")
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(s.mixup_switch_prob >= 0.0 && s.mixup_switch_prob <= 1.0, "--mixup-switch-prob ",
+                             s.mixup_switch_prob, ": expected a number in [0, 1]");
+                  }));
   // A frozen backbone without pretrained weights trains a classifier on
   // random features: nearly always a forgotten --init, and a run that spends
   // all its time reaching a fraction of what it could. A serious tool stops

@@ -87,7 +87,13 @@ bool resolve_normalize(TrainSettings& s, const TrainData& d) {
   return imagenet;
 }
 
-bool augmented_on_gpus(const TrainSettings& s, bool on_gpus) { return on_gpus && s.augment_on == "gpu"; }
+bool mixes_batches(const TrainSettings& s) { return s.mixup > 0.0 || s.cutmix > 0.0; }
+
+// Mixing pairs sample i with sample B-1-i of the whole batch, which no GPU
+// replica's slice holds: the loader mixes the float batch, so it augments too.
+bool augmented_on_gpus(const TrainSettings& s, bool on_gpus) {
+  return on_gpus && s.augment_on == "gpu" && !mixes_batches(s);
+}
 
 Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus) {
   data::LoaderConfig loader_config;
@@ -97,6 +103,10 @@ Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, 
   loader_config.threads = s.threads;
   loader_config.drop_last = s.drop_last;
   loader_config.skip_bad_images = s.skip_bad_images;
+  loader_config.mix.mixup_alpha = s.mixup;
+  loader_config.mix.cutmix_alpha = s.cutmix;
+  loader_config.mix.prob = s.mixup_prob;
+  loader_config.mix.switch_prob = s.mixup_switch_prob;
   if (s.augment == "random-resized-crop") {
     loader_config.augment.random_resized_crop = true;
     loader_config.augment.horizontal_flip = true;

@@ -45,8 +45,11 @@ struct Loaders {
   std::unique_ptr<data::Loader> train, test;
 };
 
+// Whether --mixup or --cutmix mixes the training batches.
+bool mixes_batches(const TrainSettings& s);
 // Whether the training batches of GPU replicas (`on_gpus`) are augmented on
-// the GPUs, where they cross as bytes, rather than by the loader's threads.
+// the GPUs, where they cross as bytes, rather than by the loader's threads
+// (never when mixing: the loader mixes the whole float batch).
 bool augmented_on_gpus(const TrainSettings& s, bool on_gpus);
 
 Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus);

@@ -39,7 +39,7 @@ constexpr size_t kHostScratchBytes = sizeof(LossResult) + sizeof(int32_t);
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     cross_entropy_rows(const T* logits, const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                       float smoothing, LossPartial* partials, LossResult* result) {
+                       float smoothing, bool mixed, LossPartial* partials, LossResult* result) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   double loss_sum = 0.0;
@@ -81,11 +81,16 @@ __global__ void __launch_bounds__(kThreads)
       for (int offset = 16; offset > 0; offset >>= 1) z_sum += __shfl_xor_sync(kFullMask, z_sum, offset);
     }
 
-    const int label = labels[r];
-    const bool valid = label >= 0 && label < classes;
+    // A plain row is a mixed one with label b = a and lam = 1, whose targets
+    // are smoothed_target's to the bit (kernels/loss_math.h).
+    const MixedTarget t = mixed ? mixed_target_of(labels + r * kMixedTargetWidth) : MixedTarget{labels[r], labels[r], 1.0f};
+    const int label = t.a;
+    const bool valid = label >= 0 && label < classes && t.b >= 0 && t.b < classes;
     if (lane == 0) {
       if (valid) {
-        loss_sum += row_loss(logsumexp, load(z, label), z_sum / static_cast<float>(classes), smoothing);
+        const float z_mean = z_sum / static_cast<float>(classes);
+        loss_sum += mixed ? mixed_row_loss(logsumexp, load(z, label), load(z, t.b), z_mean, t.lam, smoothing)
+                          : row_loss(logsumexp, load(z, label), z_mean, smoothing);
         correct += best_index == label ? 1 : 0;
       } else {
         atomicMin(&result->bad_row, static_cast<unsigned long long>(r));
@@ -94,7 +99,10 @@ __global__ void __launch_bounds__(kThreads)
     if (grad)
       for (int k = lane; k < classes; k += 32)
         store(grad, r * classes + k,
-              cross_entropy_grad(load(z, k), logsumexp, smoothed_target(k == label, smoothing, classes), scale));
+              cross_entropy_grad(load(z, k), logsumexp,
+                                 mixed ? mixed_target(k == label, k == t.b, t.lam, smoothing, classes)
+                                       : smoothed_target(k == label, smoothing, classes),
+                                 scale));
   }
 
   __shared__ double warp_loss[kWarpsPerBlock];
@@ -145,25 +153,29 @@ namespace {
 // Queues the two kernels that leave the pass's sums in `result`.
 template <typename T>
 void queue_loss_pass(cudaStream_t stream, void* device_scratch, const T* logits, const int32_t* labels, int64_t rows,
-                     int classes, float scale, T* grad, float smoothing, LossResult* result) {
+                     int classes, float scale, T* grad, float smoothing, bool mixed, LossResult* result) {
   auto* partials = reinterpret_cast<LossPartial*>(static_cast<char*>(device_scratch) + kPartialsOffset);
   const int blocks = static_cast<int>(std::min<int64_t>(kMaxBlocks, (rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
   // All bytes 0xff: bad_row = kNoBadRow.
   LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
-  LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows<T>)(logits, labels, rows, classes, scale, grad, smoothing, partials,
-                                                                 result);
+  LS_LAUNCH(blocks, kThreads, 0, stream, cross_entropy_rows<T>)(logits, labels, rows, classes, scale, grad, smoothing, mixed,
+                                                                 partials, result);
   LS_CUDA_CHECK_LAUNCH("cross_entropy_rows");
   LS_LAUNCH(1, kThreads, 0, stream, sum_partials)(partials, blocks, result);
   LS_CUDA_CHECK_LAUNCH("sum_partials");
 }
 }  // namespace
 
-LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const int32_t* labels, int classes) {
+LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const int32_t* labels, int classes,
+                      bool mixed) {
   if (host_result.bad_row != kNoBadRow) {
     int64_t row = static_cast<int64_t>(host_result.bad_row);
-    int32_t label = 0;
-    LS_CUDA_CHECK(cudaMemcpyAsync(&label, labels + row, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    int32_t pair[2] = {0, 0};
+    const int width = mixed ? kMixedTargetWidth : 1;
+    LS_CUDA_CHECK(cudaMemcpyAsync(pair, labels + row * width, (mixed ? 2 : 1) * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, stream));
     LS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const int32_t label = pair[0] >= 0 && pair[0] < classes ? pair[1] : pair[0];
     LS_FAIL("softmax_cross_entropy: label ", label, " of sample ", row, " is outside [0, ", classes, ")");
   }
   LossSums sums;
@@ -175,7 +187,7 @@ LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const 
 template <typename T>
 void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const T* logits,
                                   const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                                  LossResult* result, LossResult* host_result, float smoothing) {
+                                  LossResult* result, LossResult* host_result, float smoothing, bool mixed) {
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
   LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes, "softmax_cross_entropy: scratch of ", scratch.device_bytes,
            " device bytes, needs ", kDeviceScratchBytes);
@@ -183,7 +195,7 @@ void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratc
     LS_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(LossResult), stream));
     LS_CUDA_CHECK(cudaMemsetAsync(&result->bad_row, 0xff, sizeof(result->bad_row), stream));
   } else {
-    queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, smoothing, result);
+    queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, smoothing, mixed, result);
   }
   LS_CUDA_CHECK(cudaMemcpyAsync(host_result, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
 }
@@ -191,25 +203,25 @@ void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratc
 template <typename T>
 LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const T* logits,
                                const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                               float smoothing) {
+                               float smoothing, bool mixed) {
   if (rows <= 0) return LossSums{};
   LS_CHECK(classes > 0, "softmax_cross_entropy: ", classes, " classes");
   LS_CHECK(scratch.device_bytes >= kDeviceScratchBytes && scratch.host_bytes >= kHostScratchBytes,
            "softmax_cross_entropy: scratch of ", scratch.device_bytes, " device and ", scratch.host_bytes,
            " host bytes, needs ", kDeviceScratchBytes, " and ", kHostScratchBytes);
   auto* result = static_cast<LossResult*>(scratch.device);
-  queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, smoothing, result);
+  queue_loss_pass(stream, scratch.device, logits, labels, rows, classes, scale, grad, smoothing, mixed, result);
   auto* host = static_cast<LossResult*>(scratch.host);
   LS_CUDA_CHECK(cudaMemcpyAsync(host, result, sizeof(LossResult), cudaMemcpyDeviceToHost, stream));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return loss_sums_of(stream, *host, labels, classes);
+  return loss_sums_of(stream, *host, labels, classes, mixed);
 }
 
 #define LS_INSTANTIATE(T)                                                                                        \
   template LossSums softmax_cross_entropy<T>(cudaStream_t, const LossScratch&, const T*, const int32_t*, int64_t, \
-                                             int, float, T*, float);                                             \
+                                             int, float, T*, float, bool);                                       \
   template void softmax_cross_entropy_queued<T>(cudaStream_t, const LossScratch&, const T*, const int32_t*,      \
-                                                int64_t, int, float, T*, LossResult*, LossResult*, float);
+                                                int64_t, int, float, T*, LossResult*, LossResult*, float, bool);
 LS_INSTANTIATE(float)
 LS_INSTANTIATE(bf16_bits)
 #undef LS_INSTANTIATE

@@ -26,11 +26,13 @@ struct LossScratch {
 // outside [0, classes) raises an Error naming the first such sample. T, the
 // stored type of the logits and their gradient: float or bf16_bits
 // (kernels/stored_type.h); the loss is summed in double either way.
-// `smoothing`: label smoothing (kernels/loss_math.h), 0 for none.
+// `smoothing`: label smoothing (kernels/loss_math.h), 0 for none. `mixed`:
+// `labels` holds rows of (a, b, lam bits), kernels/loss_math.h's mixed
+// targets, as the CPU reference's.
 template <typename T>
 LossSums softmax_cross_entropy(cudaStream_t stream, const LossScratch& scratch, const T* logits,
                                const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                               float smoothing = 0.0f);
+                               float smoothing = 0.0f, bool mixed = false);
 
 // What the loss pass leaves on the device: the sums, and the smallest row
 // whose label is outside [0, classes) (kNoBadRow when none is).
@@ -49,11 +51,13 @@ inline constexpr size_t kLossResultBytes = sizeof(LossResult);
 template <typename T>
 void softmax_cross_entropy_queued(cudaStream_t stream, const LossScratch& scratch, const T* logits,
                                   const int32_t* labels, int64_t rows, int classes, float scale, T* grad,
-                                  LossResult* result, LossResult* host_result, float smoothing = 0.0f);
+                                  LossResult* result, LossResult* host_result, float smoothing = 0.0f,
+                                  bool mixed = false);
 
 // The sums of a read-back result. A bad row raises an Error naming the
 // sample and its label (read from `labels` on the device through `stream`,
 // the stream that wrote the result, and waited for: only on that error).
-LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const int32_t* labels, int classes);
+LossSums loss_sums_of(cudaStream_t stream, const LossResult& host_result, const int32_t* labels, int classes,
+                      bool mixed = false);
 
 }  // namespace lockstep::cuda

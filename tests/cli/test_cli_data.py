@@ -191,6 +191,51 @@ class CliData(CliTestCase):
                 self.assertIn("--label-smoothing", r.stderr)
                 self.assertFalse(os.path.exists(self.path("bad")))
 
+    def test_mixup_and_cutmix_train_saved_and_resumed_as_the_unbroken_run(self):
+        data = self.path("idx")
+        write_idx(data, 60, 8)  # batches of 8: the last of each epoch is of 4
+        base = ["train"] + QUICK[:-2] + ["--data", data]
+        # A constant rate: a schedule over 1 epoch would differ from one over 2.
+        mix = ["--mixup", "0.8", "--cutmix", "1.0", "--mixup-prob", "0.9", "--label-smoothing", "0.1",
+               "--schedule", "constant"]
+
+        def losses(name):
+            with open(self.path(name + ".jsonl")) as f:
+                return {r["step"]: r["loss"] for r in map(json.loads, f) if r.get("type") == "step"}
+
+        def trained(name, extra):
+            r = run(base + ["--checkpoint", self.path(name), "--metrics", self.path(name + ".jsonl")] + extra,
+                    self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r
+
+        trained("plain", ["--epochs", "1", "--label-smoothing", "0.1"])
+        r = trained("mixed", ["--epochs", "2"] + mix)
+        self.assertIn("mixing batches: mixup 0.8, cutmix 1", r.stdout)
+        self.assertNotEqual(losses("mixed")[1], losses("plain")[1])
+        self.assertTrue(all(math.isfinite(x) for x in losses("mixed").values()))
+        blob = read(self.path("mixed"))
+        meta = json.loads(blob[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]
+        for key, value in (("mixup", 0.8), ("cutmix", 1.0), ("mixup_prob", 0.9), ("mixup_switch_prob", 0.5)):
+            self.assertAlmostEqual(float(meta["extra." + key]), value, places=6)
+        # One epoch, then resumed for the second: the second epoch's batches
+        # mix as the unbroken run's did (each draw from seed, epoch, batch).
+        trained("first", ["--epochs", "1"] + mix)
+        r = run(["train", "--resume", self.path("first"), "--epochs", "2", "--metrics", self.path("rest.jsonl")],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rest, whole = losses("rest"), losses("mixed")
+        self.assertTrue(rest)
+        for step, loss in rest.items():
+            self.assertEqual(loss, whole[step], "step %d" % step)
+        for flag, value in (("--mixup", "-1"), ("--cutmix", "nan"), ("--mixup-prob", "1.5"),
+                            ("--mixup-switch-prob", "-0.1")):
+            with self.subTest(flag=flag, value=value):
+                r = run(base + ["--epochs", "1", "--checkpoint", self.path("bad"), flag, value], self.tmp)
+                self.assertIn(r.returncode, (1, 2), r.stdout + r.stderr)
+                self.assertIn(flag, r.stderr)
+                self.assertFalse(os.path.exists(self.path("bad")))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,6 +7,8 @@
 #include "gpu_compare.h"
 #include "kernels/cpu/loss_cpu.h"
 #include "kernels/cuda/loss_cuda.h"
+#include "kernels/float_bits.h"
+#include "kernels/loss_math.h"
 #include "support/layer_harness.h"
 
 using namespace lockstep;
@@ -83,6 +85,47 @@ TEST_CASE("gpu softmax cross-entropy with label smoothing equals the cpu referen
       }
     }
   }
+}
+
+// Mixup's and CutMix's targets (ops/loss.h): rows of (a, b, lam bits), a
+// lam per row here (the loader gives one per batch) so every row differs.
+TEST_CASE("gpu softmax cross-entropy on mixed targets equals the cpu reference, queued and not", "[gpu][loss][mixup]") {
+  Context ctx(Device::cuda(0));
+  const float scale = 1.0f / 3.0f;
+  for (float smoothing : {0.0f, 0.1f}) {
+    for (int64_t rows : {1, 37, 1000}) {
+      for (int classes : {1, 10, 33, 1000}) {
+        INFO("smoothing " << smoothing << ", rows " << rows << ", classes " << classes);
+        std::vector<float> logits = random_values(rows * classes, rows * 5 + classes, -6.0f, 6.0f);
+        const std::vector<int32_t> a = random_labels(rows, classes, rows + 3 * classes);
+        const std::vector<int32_t> b = random_labels(rows, classes, rows + 5 * classes + 1);
+        const std::vector<float> lam = random_values(rows, rows + 11, 0.0f, 1.0f);
+        std::vector<int32_t> targets;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int32_t v : {a[r], b[r], static_cast<int32_t>(float_bits(lam[r]))}) targets.push_back(v);
+        std::vector<float> expected_grad(logits.size());
+        cpu::LossSums expected = cpu::softmax_cross_entropy(logits.data(), targets.data(), rows, classes, scale,
+                                                            expected_grad.data(), smoothing, true);
+        Tensor g_logits = Tensor::from_vector(Shape{rows, classes}, logits, Device::cuda(0));
+        Tensor g_targets = Tensor::from_labels(targets, Device::cuda(0)).reshape(Shape{rows, kMixedTargetWidth});
+        Tensor g_grad = Tensor::empty(Shape{rows, classes}, Device::cuda(0));
+        StepMetrics m = ops::softmax_cross_entropy(ctx, g_logits, g_targets, scale, &g_grad, smoothing);
+        REQUIRE(m.correct == expected.correct);
+        REQUIRE(m.loss_sum == Approx(expected.loss_sum).epsilon(1e-5).margin(4e-6 * rows));
+        require_close(g_grad.to_vector(), expected_grad, 1e-5, 1e-5 * scale);
+        Tensor q_grad = Tensor::empty(Shape{rows, classes}, Device::cuda(0));
+        StepMetrics q = ops::softmax_cross_entropy_queued(ctx, g_logits, g_targets, scale, &q_grad, smoothing)();
+        REQUIRE(std::memcmp(&q.loss_sum, &m.loss_sum, sizeof(double)) == 0);
+        REQUIRE(q_grad.to_vector() == g_grad.to_vector());
+      }
+    }
+  }
+  // A bad label b is named as a bad label a is.
+  Tensor logits = Tensor::from_vector(Shape{2, 3}, random_values(6, 3), Device::cuda(0));
+  const int32_t half = static_cast<int32_t>(float_bits(0.5f));
+  Tensor bad = Tensor::from_labels({0, 1, half, 2, 5, half}, Device::cuda(0)).reshape(Shape{2, kMixedTargetWidth});
+  REQUIRE_THROWS_WITH(ops::softmax_cross_entropy_queued(ctx, logits, bad, 1.0f, nullptr)(),
+                      Catch::Contains("label 5 of sample 1") && Catch::Contains("[0, 3)"));
 }
 
 TEST_CASE("gpu softmax cross-entropy names a label out of range", "[gpu][loss]") {

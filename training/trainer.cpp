@@ -184,6 +184,7 @@ bool Trainer::run() {
     EpochSummary summary;
     summary.epoch = epoch_;
     summary.seconds = since(epoch_start);
+    summary.data_wait_seconds = data_wait;
     summary.train_loss = epoch_metrics.loss_sum / std::max<int64_t>(epoch_metrics.count, 1);
     summary.train_accuracy = static_cast<double>(epoch_metrics.correct) / std::max<int64_t>(epoch_metrics.count, 1);
     summary.images_per_second = epoch_metrics.count / std::max(summary.seconds, 1e-9);

@@ -61,6 +61,8 @@ struct EpochSummary {
   bool has_test = false;
   Evaluation test;
   double images_per_second = 0.0, seconds = 0.0;
+  // Of `seconds`: the time the step loop waited for the loader's batches.
+  double data_wait_seconds = 0.0;
   PhaseTimes phases;
 };
 

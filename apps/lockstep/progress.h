@@ -25,6 +25,10 @@ public:
   void skipped(const data::BadFiles& files, const std::string& metrics_path);
   void epoch(const EpochSummary& s);
   void per_class_table(const Evaluation& e, const std::vector<std::string>& class_names);
+  // At the end of a run: a notice when the steps waited for data more than
+  // data_wait_notice of the epochs' time, with the remedies.
+  void data_wait_summary();
+  static constexpr double data_wait_notice = 0.05;
   // Ends a progress bar line before other output.
   void break_line();
   // A line of the metrics file (none open: nothing).
@@ -38,6 +42,7 @@ private:
   bool bar_open_ = false;
   bool warned_data_ = false;
   int64_t last_plain_decile_ = -1;
+  double trained_seconds_ = 0.0, waited_seconds_ = 0.0;  // over this run's epochs
   MetricsFile metrics_;
 };
 

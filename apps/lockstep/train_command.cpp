@@ -120,6 +120,7 @@ int run_and_report(const TrainSettings& s, const std::string& spec, const TrainD
   data::BadFiles loaded_skipped = loaders.train->skipped();
   if (loaders.test) loaded_skipped.merge(loaders.test->skipped());
   reporter.skipped(loaded_skipped, s.metrics);
+  reporter.data_wait_summary();
   if (!finished && trainer.time_limit_reached())
     return finish_at_time_limit(s, trainer, loaders.test.get(), *d.train, reporter, curve, last_test);
   if (!finished) {

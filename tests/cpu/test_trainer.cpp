@@ -3,6 +3,7 @@
 // running side by side in one process.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "training/trainer.h"
 #include "layers/models.h"
 #include "test_data_util.h"
+#include "support/wrapped_dataset.h"
 
 using namespace lockstep;
 
@@ -164,4 +166,42 @@ TEST_CASE("two trainers on two threads give the results each gives alone", "[tra
   tb.join();
   REQUIRE(a.losses == alone.losses);
   REQUIRE(b.losses == alone.losses);
+}
+
+TEST_CASE("an epoch's summary counts the time the step loop waited for its loader", "[trainer]") {
+  // A data set that takes 10 ms a sample, read by one loader thread, for a
+  // model that steps in well under that: the epoch is mostly waiting, and at
+  // least the reads that cannot overlap a step are counted. 32 samples, two
+  // batches: 320 ms of reading, of which the loader may read ahead at most
+  // what happens before the epoch's clock starts.
+  struct SlowReads : testing::WrappedDataset {
+    using WrappedDataset::WrappedDataset;
+    void read_pixels(int64_t index, uint8_t* out) const override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      inner_->read_pixels(index, out);
+    }
+    bool in_memory() const override { return false; }
+  };
+  data::LoaderConfig lc;
+  lc.batch_size = 16;
+  lc.threads = 1;
+  lc.seed = 3;
+  data::Loader loader(std::make_shared<SlowReads>(quadrants(32, 1)), lc);
+  ReplicaManager replicas(
+      [&](Device d) -> std::unique_ptr<Model> {
+        return build_model_from_spec(model_spec("mlp", loader.sample_shape(), 4, {.dropout = false}), d, 5);
+      },
+      {Device::cpu()});
+  TrainerConfig config;
+  config.epochs = 2;
+  Trainer trainer(replicas, loader, nullptr, config);
+  std::vector<EpochSummary> epochs;
+  trainer.on_epoch = [&](const EpochSummary& e) { epochs.push_back(e); };
+  REQUIRE(trainer.run());
+  REQUIRE(epochs.size() == 2);
+  for (const EpochSummary& e : epochs) {
+    INFO("epoch " << e.epoch << ": waited " << e.data_wait_seconds << " s of " << e.seconds << " s");
+    CHECK(e.data_wait_seconds <= e.seconds);
+    CHECK(e.data_wait_seconds >= 0.16);  // half the reading, whatever ran ahead of the clock
+  }
 }

@@ -8,15 +8,12 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_cli import QUICK, read_safetensors, run  # noqa: E402
+from test_cli_best import tensors  # noqa: E402
 
 # QUICK at AdamW's default rate (1e-3): the mlp on 1280 samples, 20 steps an
 # epoch; a constant schedule, whose rate does not depend on --epochs (a cosine
 # over one epoch is not the first epoch of a cosine over three).
 ADAMW = [a for a in QUICK if a not in ("--lr", "0.05")] + ["--optimizer", "adamw", "--schedule", "constant"]
-
-
-def tensors(path):
-    return {name: (shape, raw) for name, (shape, raw, _) in read_safetensors(path)[1].items()}
 
 
 class CliOptimizer(unittest.TestCase):

@@ -328,7 +328,7 @@ TrainStepResult ReplicaManager::queue_device_work(Replica& r, const StepInfo& in
   if (!alone) comm_->wait(r.rank, *r.ctx);
   if (options_.context.sync_timing) r.ctx->synchronize();
   clock.mark_update();
-  ops::sgd_step(*r.ctx, arenas, sgd, lr, lr_on_device);
+  ops::optimizer_step(*r.ctx, arenas, sgd, lr, info.step, lr_on_device, info.step_on_device);
   return result;
 }
 
@@ -381,14 +381,21 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
   return out;
 }
 
+void ReplicaManager::prepare_optimizer(Optimizer optimizer) {
+  if (optimizer != Optimizer::adamw) return;
+  run_on_all([](Replica& r) { r.model->arenas().add_adamw_state(); });
+}
+
 void ReplicaManager::broadcast_from_first() {
   Model& first = *replicas_[0]->model;
   // Precision bf16: every replica makes its copy of the weights again from what it now holds.
   for (auto& r : replicas_) r->model->arenas().params_bf16_stale = true;
   if (processes() > 1) {
     // The first process's replica 0 to every other process's replica 0.
-    for (Tensor* t : {&first.arenas().params, &first.arenas().momentum, &first.state_arena()}) {
-      if (!t->defined() || t->numel() == 0) continue;  // a model without batch norm has no statistics
+    for (Tensor* t :
+         {&first.arenas().params, &first.arenas().momentum, &first.arenas().exp_avg_sq, &first.state_arena()}) {
+      // A model without batch norm has no statistics, SGD no second moment.
+      if (!t->defined() || t->numel() == 0) continue;
       std::vector<float> values = t->to_vector();
       options_.processes->broadcast(values.data(), static_cast<int64_t>(values.size() * sizeof(float)), 0);
       t->copy_from(Tensor::from_vector(t->shape(), values, t->device()));
@@ -400,6 +407,7 @@ void ReplicaManager::broadcast_from_first() {
     ParameterArenas& a = r.model->arenas();
     a.params.copy_from(first.arenas().params);
     a.momentum.copy_from(first.arenas().momentum);
+    if (a.exp_avg_sq.defined()) a.exp_avg_sq.copy_from(first.arenas().exp_avg_sq);
     r.model->state_arena().copy_from(first.state_arena());
   });
 }
@@ -407,13 +415,19 @@ void ReplicaManager::broadcast_from_first() {
 bool ReplicaManager::replicas_identical() {
   auto bytes_of = [](const Tensor& t) { return t.to_vector(); };
   Model& first = *replicas_[0]->model;
+  auto second = [&](Model& m) {  // AdamW's second moment; none under SGD
+    const Tensor& t = m.arenas().exp_avg_sq;
+    return t.defined() ? bytes_of(t) : std::vector<float>{};
+  };
   auto p0 = bytes_of(first.arenas().params), v0 = bytes_of(first.arenas().momentum),
-       s0 = bytes_of(first.state_arena());
+       s0 = bytes_of(first.state_arena()), a0 = second(first);
   for (int r = 1; r < size(); ++r) {
     Model& m = *replicas_[r]->model;
-    auto p = bytes_of(m.arenas().params), v = bytes_of(m.arenas().momentum), s = bytes_of(m.state_arena());
+    auto p = bytes_of(m.arenas().params), v = bytes_of(m.arenas().momentum), s = bytes_of(m.state_arena()),
+         a = second(m);
     if (std::memcmp(p.data(), p0.data(), p.size() * 4) || std::memcmp(v.data(), v0.data(), v.size() * 4) ||
-        std::memcmp(s.data(), s0.data(), s.size() * 4))
+        std::memcmp(s.data(), s0.data(), s.size() * 4) || a.size() != a0.size() ||
+        std::memcmp(a.data(), a0.data(), a.size() * 4))
       return false;
   }
   return true;

@@ -106,10 +106,14 @@ public:
   // Inference-mode logits [count x classes] of a batch, row-major on the host.
   std::vector<float> logits(const HostBatch& batch);
 
-  // Copies replica 0's parameters, momentum and running statistics to the
-  // others (after loading a checkpoint into replica 0).
+  // Gives every replica the state `optimizer` keeps beside the momentum
+  // (AdamW's second moment; nothing for SGD). Before the first step and
+  // before a checkpoint with that state is loaded.
+  void prepare_optimizer(Optimizer optimizer);
+  // Copies replica 0's parameters, optimizer state and running statistics to
+  // the others (after loading a checkpoint into replica 0).
   void broadcast_from_first();
-  // True when every replica's parameters, momentum and statistics are
+  // True when every replica's parameters, optimizer state and statistics are
   // bit-identical to replica 0's.
   bool replicas_identical();
 

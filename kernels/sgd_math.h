@@ -26,6 +26,16 @@ struct SgdHyper {
   // frozen, 1 (or scaled_elements 0) as every other element.
   int64_t scaled_elements = 0;
   float lr_scale = 1.0f;
+  // AdamW (kernels/adamw_math.h) instead of SGD: `momentum` and `nesterov`
+  // are then unused, the momentum arena holds exp_avg and a second arena
+  // exp_avg_sq. one_minus_beta* are 1 - beta* worked out in double and
+  // rounded, as PyTorch passes them. `step` is the step's index (0 for the
+  // first, t - 1), or, where set, *step_on_device (a replayed CUDA graph).
+  bool adamw = false;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float one_minus_beta1 = 0.1f, one_minus_beta2 = 0.001f;
+  uint64_t step = 0;
+  const uint64_t* step_on_device = nullptr;
 };
 
 // The learning rate of the arena element at `element`, for `lr` (the step's rate).

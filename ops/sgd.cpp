@@ -14,7 +14,33 @@
 namespace lockstep {
 
 void ops::sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr, const float* lr_on_device) {
+  optimizer_step(ctx, arenas, config, lr, 0, lr_on_device);
+}
+
+namespace {
+// AdamW's own hyper-parameters, checked; the hyper-parameters told.
+void set_adamw(SgdHyper& hyper, const SgdConfig& config, const ParameterArenas& arenas) {
+  LS_CHECK(arenas.exp_avg_sq.defined() && arenas.exp_avg_sq.numel() == arenas.momentum.numel(),
+           "optimizer_step: AdamW on arenas without its second-moment arena (ParameterArenas::add_adamw_state)");
+  LS_CHECK(config.beta1 >= 0.0f && config.beta1 < 1.0f && config.beta2 >= 0.0f && config.beta2 < 1.0f,
+           "optimizer_step: AdamW's betas ", config.beta1, ", ", config.beta2, " do not lie in [0, 1)");
+  LS_CHECK(config.eps > 0.0f && std::isfinite(config.eps), "optimizer_step: AdamW's eps ", config.eps,
+           " is not a positive number");
+  hyper.adamw = true;
+  hyper.beta1 = config.beta1;
+  hyper.beta2 = config.beta2;
+  hyper.eps = config.eps;
+  // As PyTorch: 1 - beta in double (Python's float), rounded once.
+  hyper.one_minus_beta1 = float(1.0 - double(config.beta1));
+  hyper.one_minus_beta2 = float(1.0 - double(config.beta2));
+}
+}  // namespace
+
+void ops::optimizer_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr, uint64_t step,
+                         const float* lr_on_device, const uint64_t* step_on_device) {
   LS_CHECK(arenas.momentum.defined(), "sgd_step on arenas without a momentum buffer");
+  LS_CHECK(!step_on_device || ctx.device().is_cuda(), "optimizer_step: a step in device memory on ",
+           ctx.device().str());
   LS_CHECK(lr >= 0.0f && config.momentum >= 0.0f && config.weight_decay >= 0.0f && config.clip_grad_norm >= 0.0f,
            "sgd_step: negative lr ", lr, ", momentum ", config.momentum, ", weight decay ", config.weight_decay,
            " or gradient clipping norm ", config.clip_grad_norm);
@@ -40,6 +66,10 @@ void ops::sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& confi
   hyper.lr_on_device = lr_on_device;
   hyper.scaled_elements = config.backbone_elements;
   hyper.lr_scale = config.backbone_lr_scale;
+  hyper.step = step;
+  hyper.step_on_device = step_on_device;
+  if (config.optimizer == Optimizer::adamw) set_adamw(hyper, config, arenas);
+  float* exp_avg_sq = hyper.adamw ? arenas.exp_avg_sq.data() : nullptr;
   ops::dispatch(
       "sgd_step", ctx,
       [&] {
@@ -49,7 +79,7 @@ void ops::sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& confi
           hyper.grad_scale = &scale;
         }
         cpu::sgd_momentum(arenas.params.data(), arenas.grads.data(), arenas.momentum.data(), segments.data(),
-                          static_cast<int>(segments.size()), hyper, weights_bf16);
+                          static_cast<int>(segments.size()), hyper, weights_bf16, exp_avg_sq);
       },
       LS_CUDA_TWIN(gpu, {
         if (config.clip_grad_norm > 0.0f) {
@@ -62,7 +92,7 @@ void ops::sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& confi
           hyper.grad_scale = scale;
         }
         cuda::sgd_momentum(gpu.compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
-                           arenas.total(), segments, hyper, weights_bf16);
+                           arenas.total(), segments, hyper, weights_bf16, exp_avg_sq);
       }));
   if (bf16_copy) arenas.params_bf16_stale = false;
 }

@@ -1,13 +1,17 @@
 #pragma once
-// The fused SGD-momentum step over a replica's arenas: one pass (one kernel
-// launch on a GPU) updates every parameter and its momentum and clears the
-// gradient arena for the next step.
+// The fused optimizer step over a replica's arenas, SGD with momentum or
+// AdamW: one pass (one kernel launch on a GPU) updates every parameter and
+// the optimizer's state and clears the gradient arena for the next step.
 #include "runtime/arena.h"
 #include "runtime/context.h"
 #include "kernels/sgd_math.h"
 
 namespace lockstep {
 
+enum class Optimizer { sgd, adamw };
+
+// The optimizer and its hyper-parameters (the learning rate aside, which
+// changes every step). The name is SGD's, kept for its many users.
 struct SgdConfig {
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
@@ -21,6 +25,12 @@ struct SgdConfig {
   // whole arena or where a parameter starts.
   int64_t backbone_elements = 0;
   float backbone_lr_scale = 1.0f;
+  // AdamW (PyTorch 1.13's torch.optim.AdamW, amsgrad off; kernels/adamw_math.h):
+  // `momentum` and `nesterov` are then unused, weight_decay is decoupled
+  // (w *= 1 - lr * wd, on the segments marked decay), and the arenas need
+  // their second-moment arena (ParameterArenas::add_adamw_state).
+  Optimizer optimizer = Optimizer::sgd;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
 };
 
 namespace ops {
@@ -32,6 +42,12 @@ namespace ops {
 // from the updated fp32 master weights, and it is current afterwards.
 void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr,
               const float* lr_on_device = nullptr);
+
+// The step of index `step` (0 for the first; AdamW's bias corrections use
+// t = step + 1), read from `step_on_device` when set (GPU only: a step
+// replayed from a CUDA graph, as `lr_on_device`). SGD ignores the step.
+void optimizer_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr, uint64_t step,
+                    const float* lr_on_device = nullptr, const uint64_t* step_on_device = nullptr);
 
 }  // namespace ops
 

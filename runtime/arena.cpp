@@ -22,6 +22,10 @@ ParameterArenas::ParameterArenas(const std::vector<ParamSpec>& specs, Device dev
   if (with_momentum) momentum = Tensor::zeros(flat, device);
 }
 
+void ParameterArenas::add_adamw_state() {
+  if (!exp_avg_sq.defined()) exp_avg_sq = Tensor::zeros(params.shape(), params.device());
+}
+
 namespace {
 int64_t fan_in(const Shape& s) { return s.rank() <= 1 ? s[0] : s.per_sample(); }
 int64_t fan_out(const Shape& s) {

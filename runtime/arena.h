@@ -53,6 +53,12 @@ public:
   Tensor grad(size_t i) const { return grads.view(entries_[i].offset, entries_[i].shape); }
 
   Tensor params, grads, momentum;  // flat [total]; momentum undefined when not asked for
+  // AdamW: momentum holds exp_avg and this the second moment (exp_avg_sq),
+  // flat [total]; undefined under SGD.
+  Tensor exp_avg_sq;
+  // Gives the arenas AdamW's second-moment arena, zeros (once; before any
+  // step, while nothing else runs on the device).
+  void add_adamw_state();
   // Precision bf16: the weights rounded to bf16 (DType::bf16, flat [total],
   // the same offsets, padding zero), the copy convolutions and linear layers
   // read; undefined in the other precisions. sgd_step rewrites it with every

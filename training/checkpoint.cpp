@@ -13,13 +13,21 @@ namespace {
 
 constexpr const char* format_tag = "lockstep-checkpoint-1";
 
-// Every tensor a checkpoint holds, in a fixed order.
-std::vector<StateTensor> checkpoint_tensors(Model& model) {
+// Every tensor a checkpoint holds, in a fixed order: the model's, then the
+// optimizer's state, whose names say which optimizer kept it (SGD's
+// momentum, AdamW's exp_avg and exp_avg_sq as torch.optim.AdamW's state).
+std::vector<StateTensor> checkpoint_tensors(Model& model, bool with_optimizer_state = true) {
   std::vector<StateTensor> out = model_state_tensors(model);
+  if (!with_optimizer_state) return out;
   ParameterArenas& a = model.arenas();
+  const bool adamw = a.exp_avg_sq.defined();
   for (size_t i = 0; i < a.entries().size(); ++i)
-    out.push_back({"momentum." + a.entries()[i].name, a.entries()[i].shape,
+    out.push_back({(adamw ? "exp_avg." : "momentum.") + a.entries()[i].name, a.entries()[i].shape,
                    a.momentum.view(a.entries()[i].offset, a.entries()[i].shape)});
+  if (adamw)
+    for (size_t i = 0; i < a.entries().size(); ++i)
+      out.push_back({"exp_avg_sq." + a.entries()[i].name, a.entries()[i].shape,
+                     a.exp_avg_sq.view(a.entries()[i].offset, a.entries()[i].shape)});
   return out;
 }
 
@@ -65,6 +73,12 @@ CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const s
 }
 
 }  // namespace
+
+bool is_optimizer_state(const std::string& name) {
+  for (const char* prefix : {"momentum.", "exp_avg.", "exp_avg_sq."})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
 
 bool is_checkpoint_metadata(const std::map<std::string, std::string>& metadata) {
   const auto it = metadata.find("format");
@@ -114,13 +128,13 @@ LoadedCheckpoint read_checkpoint(const std::string& path) {
   return ck;
 }
 
-void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path) {
+void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path, bool with_optimizer_state) {
   // The class names are metadata, which the checksum does not cover: an
   // edited list would label every prediction with another class's name.
   LS_CHECK(ck.info.class_names.empty() || static_cast<int64_t>(ck.info.class_names.size()) == model.num_classes(),
            "checkpoint ", path, " has damaged metadata: ", ck.info.class_names.size(), " class names for its model's ",
            model.num_classes(), " classes");
-  std::vector<StateTensor> targets = checkpoint_tensors(model);
+  std::vector<StateTensor> targets = checkpoint_tensors(model, with_optimizer_state);
   std::string problems;
   for (const StateTensor& t : targets) {
     auto it = ck.tensors.find(t.name);
@@ -130,6 +144,7 @@ void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path
       problems += "\n  " + t.name + " is " + it->second.first.str() + " in the file, " + t.shape.str() + " in the model";
   }
   for (auto& [name, value] : ck.tensors) {
+    if (!with_optimizer_state && is_optimizer_state(name)) continue;
     bool known = false;
     for (const StateTensor& t : targets) known = known || t.name == name;
     if (!known) problems += "\n  unexpected tensor " + name + " " + value.first.str();

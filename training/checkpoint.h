@@ -1,7 +1,9 @@
 #pragma once
 // Checkpoints as safetensors files (loadable by PyTorch's safetensors):
-// parameters, running statistics and momentum as named f32 tensors
-// ("<node>.<name>", "momentum.<node>.<name>"), and in "__metadata__" the model
+// parameters, running statistics and the optimizer's state as named f32
+// tensors ("<node>.<name>"; SGD's "momentum.<node>.<name>", AdamW's
+// "exp_avg.<node>.<name>" and "exp_avg_sq.<node>.<name>", its step t being
+// the metadata's step + 1 at the next update), and in "__metadata__" the model
 // spec, class names, epoch, step, seed, the schedule position and a CRC-32 of
 // the tensor data, so a damaged file is refused instead of loaded. Written to
 // a temporary file beside the target, flushed and renamed: a crash never
@@ -53,7 +55,13 @@ bool is_checkpoint_metadata(const std::map<std::string, std::string>& metadata);
 CheckpointInfo read_checkpoint_info(const std::string& path);
 
 // Copies the tensors into `model`, checking every name and shape first;
-// nothing is changed when anything does not match.
-void load_into(Model& model, const LoadedCheckpoint& checkpoint, const std::string& path);
+// nothing is changed when anything does not match. The optimizer's state
+// must be the one the model's arenas keep (SGD's, or AdamW's after
+// add_adamw_state); without `with_optimizer_state` (eval, predict) it is
+// neither needed nor read.
+void load_into(Model& model, const LoadedCheckpoint& checkpoint, const std::string& path,
+               bool with_optimizer_state = true);
+// A tensor of the optimizer's state, by its checkpoint name.
+bool is_optimizer_state(const std::string& name);
 
 }  // namespace lockstep

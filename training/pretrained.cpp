@@ -228,7 +228,7 @@ void export_state_dict(const LoadedCheckpoint& checkpoint, const std::string& ch
   const bool vgg = is_vgg(model_name_of(checkpoint.info.model_spec));
   SafetensorsFile file;
   for (auto& [name, tensor] : checkpoint.tensors) {
-    if (name.rfind("momentum.", 0) == 0) continue;
+    if (is_optimizer_state(name)) continue;
     auto [file_name, shape] = file_tensor(name, tensor.first, names, vgg);
     file.tensors.push_back({file_name, {shape, tensor.second}});
   }

@@ -26,6 +26,7 @@ Trainer::Trainer(ReplicaManager& replicas, BatchSource& train, BatchSource* test
   LS_CHECK(train_.num_classes() == replicas_.model(0).num_classes(), "the data has ", train_.num_classes(),
            " classes but the model was built for ", replicas_.model(0).num_classes());
   config_.schedule.total_epochs = static_cast<double>(config_.epochs);
+  replicas_.prepare_optimizer(config_.sgd.optimizer);
   LS_CHECK(config_.early_stop >= 0, "the early-stopping patience must not be negative, got ", config_.early_stop);
   LS_CHECK(test_ || !tracks_best(), "keeping the best checkpoint and early stopping compare test scores, and there "
            "is no test set");

@@ -134,7 +134,7 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
            sets.test->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());
   check_sample_shape(sets.test->sample_shape(), replicas.model(0).input_shape(), data_path);
   auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads, s.skip_bad_images);
-  load_into(replicas.model(0), ck, s.checkpoint);
+  load_into(replicas.model(0), ck, s.checkpoint, /*with_optimizer_state=*/false);
   replicas.broadcast_from_first();
 
   Evaluation e = evaluate_model(replicas, *loader);

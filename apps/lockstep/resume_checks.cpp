@@ -13,6 +13,10 @@ namespace lockstep::app {
 void check_resume_changes(const TrainSettings& s, const CheckpointInfo& resume_info) {
   const std::vector<SettingChange> changes = meaning_changes(s, resume_info.extra);
   for (const SettingChange& c : changes) {
+    LS_CHECK(!c.fixed, "--resume ", s.resume, ": the checkpoint was trained with ", c.flag, " ", c.saved,
+             " and holds that optimizer's state, which ", c.flag, " ", c.given,
+             " cannot take up (not even with --force): resume without ", c.flag,
+             ", or start a new run from its weights (lockstep export, then --init)");
     LS_CHECK(!(c.epoch_shape && resume_info.batch_in_epoch > 0), "--resume ", s.resume, " stopped after batch ",
              resume_info.batch_in_epoch, " of an epoch; ", c.flag, " cannot change mid-epoch (the checkpoint's ",
              c.saved, ", given ", c.given, "): resume without it, or from a checkpoint written at an epoch's end");

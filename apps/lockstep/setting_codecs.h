@@ -9,6 +9,7 @@
 #include <string>
 
 #include "duration.h"
+#include "settings.h"
 #include "runtime/memory_format_option.h"
 #include "runtime/precision.h"
 #include "training/lr_schedule.h"
@@ -80,6 +81,12 @@ template <>
 struct SettingCodec<MemoryFormat> {
   static std::string text(MemoryFormat v) { return memory_format_name(v); }
   static MemoryFormat read(const std::string& t) { return parse_memory_format(t, "--memory-format"); }
+};
+// "B1,B2": two numbers and nothing else, or an Error naming --betas.
+template <>
+struct SettingCodec<AdamBetas> {
+  static std::string text(const AdamBetas& v) { return exact_text(v.first) + "," + exact_text(v.second); }
+  static AdamBetas read(const std::string& t) { return parse_betas(t); }
 };
 // No limit: "", as a --time-limit left out.
 template <>

@@ -20,6 +20,7 @@ enum class OnResume {
   may_change,   // the learning rate, its schedule, the epoch count, the test set: what resuming is for
   another_run,  // what the run trains on and how its steps are drawn: refused unless --force
   epoch_shape,  // as another_run, and never mid-epoch: the position in the epoch would mean nothing
+  fixed,        // never, not even with --force: the checkpoint's state belongs to it (the optimizer)
 };
 
 // What a flag binds to while CLI11 parses, when not the field itself: the

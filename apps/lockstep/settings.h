@@ -19,6 +19,12 @@
 
 namespace lockstep::app {
 
+// AdamW's (beta1, beta2), written "0.9,0.999".
+struct AdamBetas {
+  float first = 0.9f, second = 0.999f;
+  bool operator==(const AdamBetas&) const = default;
+};
+
 struct TrainSettings {
   std::string data;           // data path (default: Fashion-MNIST)
   std::string test_data;      // optional separate test set
@@ -28,8 +34,13 @@ struct TrainSettings {
   int64_t batch_per_device = 0; // alternative to batch: batch = this * replicas
   float lr = 0.0f;
   bool scale_lr = false;        // linear scaling rule: lr * batch / reference_batch
-  float momentum = 0.9f;
-  bool nesterov = false;
+  // sgd or adamw (torch.optim.AdamW); saved, and never changed on resume.
+  std::string optimizer = "sgd";
+  float momentum = 0.9f;        // SGD's
+  bool nesterov = false;        // SGD's
+  AdamBetas betas;              // AdamW's
+  float eps = 1e-8f;            // AdamW's
+  // Not given: 5e-4 under SGD, 0.05 under AdamW (apply_defaults).
   float weight_decay = 5e-4f;
   float clip_grad_norm = 0.0f;  // 0: no gradient clipping
   float label_smoothing = 0.0f; // e in [0, 1): train towards (1 - e) onehot + e / classes
@@ -116,6 +127,9 @@ struct TrainSettings {
 // format that trains.
 // `settled`: the flags given or taken from a checkpoint (from_metadata).
 void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled);
+
+// --betas "B1,B2": each a number in [0, 1), or an Error naming the flag and the text.
+AdamBetas parse_betas(const std::string& text);
 
 // The training-curve PNG: --plot, or the checkpoint's name with .png.
 std::string curve_path(const TrainSettings& s);

@@ -22,7 +22,8 @@ std::vector<SettingChange> meaning_changes(const TrainSettings& s, const std::ma
     const auto saved = meta.find(e.key);
     const std::string now = e.text(s);
     if (saved != meta.end() && now != saved->second)
-      changes.push_back({e.flag, e.key, saved->second, now, e.on_resume == OnResume::epoch_shape, e.is_switch});
+      changes.push_back({e.flag, e.key, saved->second, now, e.on_resume == OnResume::epoch_shape, e.is_switch,
+                         e.on_resume == OnResume::fixed});
   }
   return changes;
 }

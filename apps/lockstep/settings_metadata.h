@@ -17,6 +17,7 @@ struct SettingChange {
   std::string saved, given;  // as the metadata writes them
   bool epoch_shape = false;  // cannot change mid-epoch (OnResume::epoch_shape)
   bool is_switch = false;    // a flag without a value
+  bool fixed = false;        // cannot change at all (OnResume::fixed)
 };
 // The settings whose change makes a resumed run another run (data drawn,
 // batch, seed, precision, model options), where `s` differs from `meta`.

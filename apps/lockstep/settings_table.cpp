@@ -52,6 +52,13 @@ void note_backbone(const S& s) {
                  s.backbone_lr_scale);
 }
 
+// AdamW's hyper-parameters as the run takes them (its defaults are not SGD's).
+void note_optimizer(const S& s) {
+  if (s.optimizer == "adamw")
+    std::printf("optimizer adamw: lr %g, betas %g,%g, eps %g, decoupled weight decay %g\n", s.lr, s.betas.first,
+                s.betas.second, s.eps, s.weight_decay);
+}
+
 std::vector<SettingEntry> declare_settings() {
   const CLI::Validator count = whole_number(std::numeric_limits<int64_t>::max());
   std::vector<SettingEntry> t;
@@ -95,7 +102,36 @@ std::vector<SettingEntry> declare_settings() {
                              "--batch (global) and --batch-per-device (per replica) say the same thing twice: give "
                              "one of them");
                   }));
-  t.push_back(setting(&S::lr, "--lr", "base learning rate")
+  // Read before the settings below: the defaults of --lr and --weight-decay follow it (apply_defaults).
+  t.push_back(setting(&S::optimizer, "--optimizer",
+                      "sgd (with --momentum, --nesterov) or adamw (PyTorch's AdamW, with --betas, --eps and "
+                      "decoupled --weight-decay; its defaults --lr 1e-3 and --weight-decay 0.05, as timm's); "
+                      "a resumed run keeps its checkpoint's")
+                  .validated(CLI::IsMember({"sgd", "adamw"}))
+                  .saved("optimizer", OnResume::fixed)
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(s.optimizer == "sgd" || s.optimizer == "adamw", "--optimizer ", s.optimizer,
+                             ": expected sgd or adamw");
+                    const bool sgd_flags = s.given.contains("--momentum") || s.given.contains("--nesterov");
+                    LS_CHECK(s.optimizer == "sgd" || !sgd_flags,
+                             "--momentum and --nesterov are SGD's; AdamW's moments follow --betas B1,B2");
+                    LS_CHECK(s.optimizer == "adamw" || (!s.given.contains("--betas") && !s.given.contains("--eps")),
+                             "--betas and --eps are AdamW's: give --optimizer adamw, or leave them out");
+                  })
+                  .noted(note_optimizer));
+  t.push_back(setting(&S::betas, "--betas", "AdamW's B1,B2: the decay rates of its two moments (default 0.9,0.999)")
+                  .saved("betas")
+                  .agreed());
+  t.push_back(setting(&S::eps, "--eps", "AdamW's eps, added to the second moment's root (default 1e-8)")
+                  .validated(CLI::PositiveNumber)
+                  .saved("eps")
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(s.eps > 0.0f && std::isfinite(s.eps), "--eps must be a positive number, got ", s.eps);
+                  }));
+  t.push_back(setting(&S::lr, "--lr",
+                      "base learning rate (default: 0.05 on the CPU, 0.2 on GPUs; 1e-3 with --optimizer adamw)")
                   .validated(CLI::PositiveNumber)
                   .saved("lr")
                   .agreed("--lr (as scaled)")
@@ -157,7 +193,9 @@ std::vector<SettingEntry> declare_settings() {
                   .validated(CLI::IsMember({"nchw", "nhwc"}))
                   .saved("memory_format")
                   .agreed());
-  t.push_back(setting(&S::weight_decay, "--weight-decay", "on conv/linear weights")
+  t.push_back(setting(&S::weight_decay, "--weight-decay",
+                      "on conv/linear weights, not biases and batch-norm parameters (as timm); SGD adds wd*w to "
+                      "the gradient, AdamW decays w by lr*wd (default 5e-4; 0.05 with --optimizer adamw)")
                   .validated(CLI::NonNegativeNumber)
                   .saved("weight_decay")
                   .agreed()

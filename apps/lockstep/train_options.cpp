@@ -59,6 +59,12 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
   config.schedule.warmup_epochs = s.warmup_epochs;
   config.schedule.step_epochs = std::max<double>(1.0, s.epochs / 3.0);
   config.sgd = {s.momentum, s.weight_decay, s.nesterov, s.clip_grad_norm};
+  if (s.optimizer == "adamw") {
+    config.sgd.optimizer = Optimizer::adamw;
+    config.sgd.beta1 = s.betas.first;
+    config.sgd.beta2 = s.betas.second;
+    config.sgd.eps = s.eps;
+  }
   config.sgd.backbone_lr_scale = s.freeze_backbone ? 0.0f : s.backbone_lr_scale;
   if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = head_offset;
   config.seed = s.seed;

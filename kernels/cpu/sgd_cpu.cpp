@@ -4,6 +4,7 @@
 #include <array>
 #include <vector>
 
+#include "kernels/adamw_math.h"
 #include "kernels/bf16_math.h"
 #include "kernels/cpu/lane_sums.h"
 #include "kernels/cpu/thread_pool.h"
@@ -11,7 +12,7 @@
 namespace lockstep::cpu {
 
 void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegment* segments, int segment_count,
-                  const SgdHyper& hyper, uint16_t* weights_bf16) {
+                  const SgdHyper& hyper, uint16_t* weights_bf16, float* exp_avg_sq) {
   const float scale = hyper.grad_scale ? *hyper.grad_scale : 1.0f;
   for (int s = 0; s < segment_count; ++s) {
     const ArenaSegment& seg = segments[s];
@@ -22,6 +23,16 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
     float* g = grads + seg.offset;
     float* v = velocity + seg.offset;
     uint16_t* wb = weights_bf16 ? weights_bf16 + seg.offset : nullptr;
+    if (hyper.adamw) {
+      const AdamwScalars scalars = adamw_scalars(hyper, lr, adamw_step_index(hyper));
+      float* v2 = exp_avg_sq + seg.offset;
+      parallel_elements(seg.count, [&](int64_t i) {
+        g[i] *= scale;
+        adamw_element(w[i], g[i], v[i], v2[i], hyper, scalars, seg.decay);
+        if (wb) wb[i] = float_to_bf16(w[i]);
+      });
+      continue;
+    }
     // Scaling by 1 (no clipping) is exact, so one loop serves both.
     parallel_elements(seg.count, [&](int64_t i) {
       g[i] *= scale;

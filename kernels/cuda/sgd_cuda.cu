@@ -23,6 +23,7 @@
 
 #include "base/cuda/cuda_check.h"
 #include "base/error.h"
+#include "kernels/adamw_math.h"
 #include "kernels/bf16_math.h"
 
 namespace lockstep::cuda {
@@ -61,23 +62,42 @@ __device__ __forceinline__ void update4(float4& w, float4& g, float4& v, float l
   sgd_momentum_element(w.w, g.w, v.w, lr, h.momentum, decay, h.nesterov);
 }
 
+// AdamW (kernels/adamw_math.h) on a float4: m in v, the second moment in s.
+__device__ __forceinline__ void adamw4(float4& w, float4& g, float4& v, float4& s, const SgdHyper& h,
+                                       const AdamwScalars& a, bool decayed) {
+  adamw_element(w.x, g.x, v.x, s.x, h, a, decayed);
+  adamw_element(w.y, g.y, v.y, s.y, h, a, decayed);
+  adamw_element(w.z, g.z, v.z, s.z, h, a, decayed);
+  adamw_element(w.w, g.w, v.w, s.w, h, a, decayed);
+}
+
 __device__ __forceinline__ ushort4 to_bf16(const float4& w) {
   return make_ushort4(float_to_bf16(w.x), float_to_bf16(w.y), float_to_bf16(w.z), float_to_bf16(w.w));
 }
 
-// Bf16: also writes the bf16 copy of the updated weights to wb.
-template <int Capacity, bool Bf16>
+// Bf16: also writes the bf16 copy of the updated weights to wb. Adam: the
+// AdamW update, with its second moment in s (unused otherwise).
+template <int Capacity, bool Bf16, bool Adam>
 __global__ void __launch_bounds__(kThreads)
-    sgd_momentum_kernel(float* w, float* g, float* v, uint16_t* wb,
+    sgd_momentum_kernel(float* w, float* g, float* v, float* s, uint16_t* wb,
                         const __grid_constant__ DecayToggles<Capacity> toggles, const SgdHyper given) {
   SgdHyper hyper = given;
   if (hyper.lr_on_device) hyper.lr = *hyper.lr_on_device;
+  // AdamW's scalars for the two rates an element can have (the backbone's
+  // and the rest's), each thread working them out alike from the step.
+  AdamwScalars rest{}, backbone{};
+  if (Adam) {
+    const uint64_t step = adamw_step_index(hyper);
+    rest = adamw_scalars(hyper, hyper.lr, step);
+    backbone = adamw_scalars(hyper, hyper.lr * hyper.lr_scale, step);
+  }
   float4* w4 = reinterpret_cast<float4*>(w) + toggles.first_vec;
   float4* g4 = reinterpret_cast<float4*>(g) + toggles.first_vec;
   float4* v4 = reinterpret_cast<float4*>(v) + toggles.first_vec;
+  float4* s4 = reinterpret_cast<float4*>(s) + toggles.first_vec;
   const int64_t tile = static_cast<int64_t>(blockIdx.x) * kVecsPerBlock;
 
-  float4 wr[kVecsPerThread], gr[kVecsPerThread], vr[kVecsPerThread];
+  float4 wr[kVecsPerThread], gr[kVecsPerThread], vr[kVecsPerThread], sr[kVecsPerThread];
 #pragma unroll
   for (int k = 0; k < kVecsPerThread; ++k) {
     int64_t i = tile + k * kThreads + threadIdx.x;
@@ -85,6 +105,7 @@ __global__ void __launch_bounds__(kThreads)
       wr[k] = w4[i];
       gr[k] = g4[i];
       vr[k] = v4[i];
+      if (Adam) sr[k] = s4[i];
     }
   }
   if (hyper.grad_scale) {
@@ -103,10 +124,16 @@ __global__ void __launch_bounds__(kThreads)
     int64_t i = tile + k * kThreads + threadIdx.x;
     if (i < toggles.vec_count) {
       while (next < toggles.count && static_cast<int64_t>(toggles.at[next]) <= i) ++next;
-      float decay = ((next + toggles.initial) & 1) ? hyper.weight_decay : 0.0f;
+      const bool decayed = (next + toggles.initial) & 1;
       // The backbone ends at a multiple of 4 elements (the launcher checks): one rate per float4.
-      const float lr = element_lr(hyper, hyper.lr, (toggles.first_vec + i) * 4);
-      update4(wr[k], gr[k], vr[k], lr, decay, hyper);
+      const int64_t element = (toggles.first_vec + i) * 4;
+      if (Adam) {
+        adamw4(wr[k], gr[k], vr[k], sr[k], hyper, element < hyper.scaled_elements ? backbone : rest, decayed);
+        s4[i] = sr[k];
+      } else {
+        const float decay = decayed ? hyper.weight_decay : 0.0f;
+        update4(wr[k], gr[k], vr[k], element_lr(hyper, hyper.lr, element), decay, hyper);
+      }
       if (Bf16) reinterpret_cast<ushort4*>(wb)[toggles.first_vec + i] = to_bf16(wr[k]);
       w4[i] = wr[k];
       v4[i] = vr[k];
@@ -116,12 +143,16 @@ __global__ void __launch_bounds__(kThreads)
 
   if (toggles.tail > 0 && blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) {
     int64_t vec = toggles.vec_count;  // the partial float4 after the last whole one
-    float decay = ((toggles_not_after(toggles, vec) + toggles.initial) & 1) ? hyper.weight_decay : 0.0f;
+    const bool decayed = (toggles_not_after(toggles, vec) + toggles.initial) & 1;
     int64_t base = (toggles.first_vec + vec) * 4;
     for (int e = 0; e < toggles.tail; ++e) {
       if (hyper.grad_scale) g[base + e] *= *hyper.grad_scale;
-      sgd_momentum_element(w[base + e], g[base + e], v[base + e], element_lr(hyper, hyper.lr, base + e),
-                           hyper.momentum, decay, hyper.nesterov);
+      if (Adam)
+        adamw_element(w[base + e], g[base + e], v[base + e], s[base + e], hyper,
+                      base + e < hyper.scaled_elements ? backbone : rest, decayed);
+      else
+        sgd_momentum_element(w[base + e], g[base + e], v[base + e], element_lr(hyper, hyper.lr, base + e),
+                             hyper.momentum, decayed ? hyper.weight_decay : 0.0f, hyper.nesterov);
       if (Bf16) wb[base + e] = float_to_bf16(w[base + e]);
     }
   }
@@ -149,9 +180,22 @@ __global__ void __launch_bounds__(detail::kThreads)
   if (threadIdx.x == 0) *scale = clip_coefficient(total, max_norm);
 }
 
+template <int Capacity, bool Adam>
+void launch_as(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_t* wb,
+               const DecayToggles<Capacity>& toggles, const SgdHyper& hyper) {
+  int64_t blocks = std::max<int64_t>(1, (toggles.vec_count + kVecsPerBlock - 1) / kVecsPerBlock);
+  if (wb)
+    LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream,
+              sgd_momentum_kernel<Capacity, true, Adam>)(w, g, v, s, wb, toggles, hyper);
+  else
+    LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream,
+              sgd_momentum_kernel<Capacity, false, Adam>)(w, g, v, s, wb, toggles, hyper);
+  LS_CUDA_CHECK_LAUNCH("sgd_momentum_kernel");
+}
+
 template <int Capacity>
-void launch(cudaStream_t stream, float* w, float* g, float* v, uint16_t* wb, int64_t first_vec, int64_t vec_count,
-            int tail, int initial, const uint32_t* toggles_begin, int count, const SgdHyper& hyper) {
+void launch(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_t* wb, int64_t first_vec,
+            int64_t vec_count, int tail, int initial, const uint32_t* toggles_begin, int count, const SgdHyper& hyper) {
   DecayToggles<Capacity> toggles{};
   toggles.first_vec = first_vec;
   toggles.vec_count = vec_count;
@@ -159,23 +203,20 @@ void launch(cudaStream_t stream, float* w, float* g, float* v, uint16_t* wb, int
   toggles.count = count;
   toggles.initial = initial;
   for (int i = 0; i < count; ++i) toggles.at[i] = static_cast<uint32_t>(toggles_begin[i] - first_vec);
-  int64_t blocks = std::max<int64_t>(1, (vec_count + kVecsPerBlock - 1) / kVecsPerBlock);
-  if (wb)
-    LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream, sgd_momentum_kernel<Capacity, true>)(w, g, v, wb,
-                                                                                                        toggles, hyper);
+  if (hyper.adamw)
+    launch_as<Capacity, true>(stream, w, g, v, s, wb, toggles, hyper);
   else
-    LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream, sgd_momentum_kernel<Capacity, false>)(w, g, v, wb,
-                                                                                                         toggles, hyper);
-  LS_CUDA_CHECK_LAUNCH("sgd_momentum_kernel");
+    launch_as<Capacity, false>(stream, w, g, v, s, wb, toggles, hyper);
 }
 
 }  // namespace
 
 void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
-                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb) {
+                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb, float* s) {
   if (total <= 0) return;
+  LS_CHECK(!hyper.adamw || s, "sgd_momentum: AdamW without a second-moment arena");
   for (const void* p : {static_cast<const void*>(w), static_cast<const void*>(g), static_cast<const void*>(v),
-                        static_cast<const void*>(wb)})
+                        static_cast<const void*>(wb), static_cast<const void*>(s)})
     LS_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0, "sgd_momentum: arena pointer ", p, " is not 16-byte aligned");
   const int64_t vecs = total / 4;
   LS_CHECK(vecs < (int64_t(1) << 32), "sgd_momentum: arena of ", total, " elements is too large for one update");
@@ -200,7 +241,7 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
   const int count = static_cast<int>(toggles.size());
 
   if (count <= kSmallCapacity) {
-    launch<kSmallCapacity>(stream, w, g, v, wb, 0, vecs, tail, 0, toggles.data(), count, hyper);
+    launch<kSmallCapacity>(stream, w, g, v, s, wb, 0, vecs, tail, 0, toggles.data(), count, hyper);
     return;
   }
   // One launch per kLargeCapacity toggles: piece p starts at its first toggle
@@ -210,7 +251,7 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
     int64_t begin = first == 0 ? 0 : toggles[first];
     int64_t end = last == count ? vecs : toggles[last];
     int initial = first % 2;  // toggles before this piece: an even count leaves decay off
-    launch<kLargeCapacity>(stream, w, g, v, wb, begin, end - begin, last == count ? tail : 0, initial,
+    launch<kLargeCapacity>(stream, w, g, v, s, wb, begin, end - begin, last == count ? tail : 0, initial,
                            toggles.data() + first, last - first, hyper);
   }
 }

@@ -21,9 +21,13 @@ namespace lockstep::cuda {
 // set (precision bf16; 16-byte aligned, `total` elements), every element's
 // updated weight is also written there rounded to bf16 (kernels/bf16_math.h),
 // padding included (zero stays zero), in the same launch: the copy the next
-// forward reads.
+// forward reads. With hyper.adamw, the AdamW update (kernels/adamw_math.h)
+// instead, v holding exp_avg and `s` (16-byte aligned, `total` elements) the
+// second moment; the scalars of step t are worked out in the kernel from
+// hyper.step or *hyper.step_on_device, so a replayed graph follows t.
 void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
-                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb = nullptr);
+                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb = nullptr,
+                  float* s = nullptr);
 
 // Device scratch clip_scale needs (bytes).
 size_t clip_scale_scratch_bytes();

@@ -70,7 +70,7 @@ std::optional<TrainSettings> changed_by_flag(const SettingEntry& entry) {
   for (const std::string& text :
        {existing_file(), std::string("0.25"), std::string("1"), std::string("7"), std::string("step"),
         std::string("fp32"), std::string("nhwc"), std::string("crop-flip"), std::string("imagenet"), std::string("off"),
-        std::string("cpu")}) {
+        std::string("cpu"), std::string("adamw"), std::string("0.8,0.99")}) {
     try {
       TrainSettings s = parse({entry.flag, text});
       if (entry.text(s) != entry.text(defaults)) return s;
@@ -145,6 +145,10 @@ void check_resume(const SettingEntry& e, const TrainSettings& defaults, TrainSet
   CHECK(changes[0].epoch_shape == (e.on_resume == OnResume::epoch_shape));
   CHECK_THROWS_AS(check_resume_changes(changed, checkpoint), lockstep::Error);
   changed.force = true;
+  if (e.on_resume == OnResume::fixed) {  // not even forced
+    CHECK_THROWS_WITH(check_resume_changes(changed, checkpoint), Catch::Contains("not even with --force"));
+    return;
+  }
   CHECK_NOTHROW(check_resume_changes(changed, checkpoint));
   // Mid-epoch even --force cannot change the shape of the epoch.
   checkpoint.batch_in_epoch = 3;
@@ -189,7 +193,8 @@ TEST_CASE("the metadata keys, the changes refused on resume and the compared set
           "[settings_table]") {
   std::set<std::string> keys;
   for (const auto& [key, value] : to_metadata(parse({}))) keys.insert(key);
-  CHECK(keys == std::set<std::string>{"augment",       "backbone_lr_scale", "batch",          "clip_grad_norm",
+  CHECK(keys == std::set<std::string>{"augment",       "backbone_lr_scale", "batch",          "betas",
+                                      "clip_grad_norm", "eps",              "optimizer",
                                       "data",          "drop_last",         "dropout",        "early_stop",
                                       "epochs",        "freeze_backbone",   "input",          "keep_best",
                                       "label_smoothing", "limit",
@@ -198,12 +203,17 @@ TEST_CASE("the metadata keys, the changes refused on resume and the compared set
                                       "normalize",     "precision",         "schedule",       "seed",
                                       "sync_bn",       "test_data",         "test_fraction",  "test_limit",
                                       "warmup_epochs", "weight_decay"});
-  std::set<std::string> another_run, epoch_shape;
+  std::set<std::string> another_run, epoch_shape, fixed;
   for (const SettingEntry& e : train_setting_table()) {
     if (e.key.empty() || e.on_resume == OnResume::may_change) continue;
+    if (e.on_resume == OnResume::fixed) {
+      fixed.insert(e.flag);
+      continue;
+    }
     another_run.insert(e.flag);
     if (e.on_resume == OnResume::epoch_shape) epoch_shape.insert(e.flag);
   }
+  CHECK(fixed == std::set<std::string>{"--optimizer"});
   CHECK(another_run == std::set<std::string>{"--seed", "--batch", "--limit", "--drop-last", "--input", "--augment",
                                              "--normalize", "--precision", "--no-dropout", "--sync-bn",
                                              "--test-fraction"});
@@ -214,8 +224,11 @@ TEST_CASE("the metadata keys, the changes refused on resume and the compared set
                                           "--seed",
                                           "--batch (the global batch)",
                                           "--lr (as scaled)",
+                                          "--optimizer",
                                           "--momentum",
                                           "--nesterov",
+                                          "--betas",
+                                          "--eps",
                                           "--weight-decay",
                                           "--clip-grad-norm",
                                           "--label-smoothing",

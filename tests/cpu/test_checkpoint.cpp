@@ -61,6 +61,45 @@ TEST_CASE("a checkpoint round-trips parameters, statistics, momentum and metadat
   fs::remove_all(dir);
 }
 
+TEST_CASE("adamw's state round-trips under its own names, which an sgd model refuses and eval skips",
+          "[checkpoint][adamw]") {
+  fs::path dir = temp_dir();
+  auto a = build_model_from_spec("mlp 1x4x4 3", Device::cpu(), 1);
+  a->arenas().add_adamw_state();
+  a->arenas().momentum.copy_from(a->arenas().params);
+  std::vector<float> second = a->arenas().params.to_vector();
+  for (float& v : second) v = v * v + 0.5f;
+  a->arenas().exp_avg_sq.copy_from(Tensor::from_vector(a->arenas().params.shape(), second));
+  CheckpointInfo info;
+  info.model_spec = a->spec();
+  const std::string path = (dir / "adamw.safetensors").string();
+  save_checkpoint(path, *a, info);
+  const LoadedCheckpoint ck = read_checkpoint(path);
+  REQUIRE(ck.tensors.count("exp_avg.fc1.weight"));
+  REQUIRE(ck.tensors.count("exp_avg_sq.fc1.weight"));
+  REQUIRE_FALSE(ck.tensors.count("momentum.fc1.weight"));
+
+  auto b = build_model_from_spec("mlp 1x4x4 3", Device::cpu(), 2);
+  b->arenas().add_adamw_state();
+  load_into(*b, ck, path);
+  REQUIRE(b->arenas().params.to_vector() == a->arenas().params.to_vector());
+  REQUIRE(b->arenas().momentum.to_vector() == a->arenas().momentum.to_vector());
+  for (const ParamEntry& e : a->arenas().entries())  // the padding between them is not saved
+    REQUIRE(b->arenas().exp_avg_sq.view(e.offset, e.shape).to_vector() ==
+            a->arenas().exp_avg_sq.view(e.offset, e.shape).to_vector());
+
+  // An SGD model: the names do not fit, and nothing is loaded.
+  auto sgd = build_model_from_spec("mlp 1x4x4 3", Device::cpu(), 3);
+  const std::vector<float> before = sgd->arenas().params.to_vector();
+  REQUIRE_THROWS_WITH(load_into(*sgd, ck, path), Catch::Contains("unexpected tensor exp_avg_sq.fc1.weight") &&
+                                                     Catch::Contains("missing tensor momentum.fc1.weight"));
+  REQUIRE(sgd->arenas().params.to_vector() == before);
+  // Without the optimizer's state (eval, predict): the weights alone.
+  load_into(*sgd, ck, path, /*with_optimizer_state=*/false);
+  REQUIRE(sgd->arenas().params.to_vector() == a->arenas().params.to_vector());
+  fs::remove_all(dir);
+}
+
 TEST_CASE("damaged checkpoints are refused with a message that says so", "[checkpoint]") {
   fs::path dir = temp_dir();
   auto model = build_model_from_spec("mlp 1x4x4 3", Device::cpu(), 1);

@@ -70,6 +70,32 @@ TEST_CASE("N replicas train to the same parameters as one replica", "[replica]")
                 "parameter");
 }
 
+// AdamW divides by the root of the squared gradient, so a gradient summed
+// in another order moves its step by about as much relative error as SGD's.
+TEST_CASE("N replicas train with adamw to the same parameters and state as one replica", "[replica][adamw]") {
+  int replicas = GENERATE(2, 3);
+  std::vector<int64_t> batch_sizes = {10, 3, 7, 10, 5};
+  SgdConfig adamw{0.9f, 0.05f, false};
+  adamw.optimizer = Optimizer::adamw;
+  ReplicaManager one(plain_model, {Device::cpu()});
+  ReplicaManager many(plain_model, std::vector<Device>(replicas, Device::cpu()), {.bucket_bytes = 256});
+  one.prepare_optimizer(Optimizer::adamw);
+  many.prepare_optimizer(Optimizer::adamw);
+  for (size_t s = 0; s < batch_sizes.size(); ++s) {
+    HostBatch batch = make_batch(batch_sizes[s], 100 + s);
+    const float lr = 1e-3f * static_cast<float>(s + 1);
+    StepMetrics a = one.train_step(batch, lr, adamw);
+    StepMetrics b = many.train_step(batch, lr, adamw);
+    REQUIRE(b.loss_sum == Approx(a.loss_sum).epsilon(1e-5));
+    REQUIRE(many.replicas_identical());
+  }
+  INFO(replicas << " replicas");
+  const ParameterArenas &m = many.model(0).arenas(), &o = one.model(0).arenas();
+  require_close(m.params.to_vector(), o.params.to_vector(), 1e-5, 1e-7, "parameter");
+  require_close(m.momentum.to_vector(), o.momentum.to_vector(), 1e-4, 1e-7, "exp_avg");
+  require_close(m.exp_avg_sq.to_vector(), o.exp_avg_sq.to_vector(), 1e-4, 1e-9, "exp_avg_sq");
+}
+
 TEST_CASE("N replicas keep the same batch-norm running statistics as one replica", "[replica][batchnorm2d]") {
   int replicas = GENERATE(2, 3, 4);
   ReplicaManager one(bn_model, {Device::cpu()});

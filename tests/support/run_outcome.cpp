@@ -18,6 +18,7 @@ RunOutcome outcome_of(ReplicaManager& manager, std::vector<StepMetrics> metrics)
   Model& m = manager.model(0);
   out.params = m.arenas().params.to_vector();
   out.momentum = m.arenas().momentum.to_vector();
+  if (m.arenas().exp_avg_sq.defined()) out.exp_avg_sq = m.arenas().exp_avg_sq.to_vector();
   if (m.state_arena().defined() && m.state_arena().numel() > 0) out.state = m.state_arena().to_vector();
   return out;
 }
@@ -33,6 +34,7 @@ void check_same_outcome(const RunOutcome& a, const RunOutcome& b) {
   CHECK(same_bits(a.params, b.params));
   CHECK(same_bits(a.momentum, b.momentum));
   CHECK(same_bits(a.state, b.state));
+  CHECK(same_bits(a.exp_avg_sq, b.exp_avg_sq));
 }
 
 }  // namespace lockstep::testing

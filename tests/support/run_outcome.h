@@ -12,6 +12,7 @@ namespace lockstep::testing {
 struct RunOutcome {
   std::vector<StepMetrics> metrics;
   std::vector<float> params, momentum, state;
+  std::vector<float> exp_avg_sq;  // AdamW's second moment (empty under SGD)
 };
 
 // Replica 0's parameters, momentum and statistics, with the run's `metrics`.

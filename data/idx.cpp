@@ -1,11 +1,14 @@
 #include "data/idx.h"
 
+#include <zlib.h>
+
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "base/error.h"
+#include "base/printable.h"
 
 namespace lockstep::data {
 namespace {
@@ -109,10 +112,44 @@ std::optional<IdxFiles> find_idx_files(const std::string& dir) {
   return files;
 }
 
-std::vector<std::string> idx_class_names(const std::string& dir, int64_t num_classes) {
-  std::string lower = std::filesystem::absolute(dir).string();
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (num_classes == 10 && lower.find("fashion") != std::string::npos)
+namespace {
+
+// classes.txt's names, one a line.
+std::vector<std::string> listed_class_names(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_file_bytes(path, "class names file", 1 << 24);
+  std::string text(bytes.begin(), bytes.end());
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  size_t start = 0;
+  for (int64_t line = 1; start <= text.size(); ++line) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    std::string name = text.substr(start, end - start);
+    if (!name.empty() && name.back() == '\r') name.pop_back();
+    LS_CHECK(!name.empty(), "class names file ", path, ": line ", line, " is empty (one class name a line)");
+    LS_CHECK(seen.insert(name).second, "class names file ", path, ": line ", line, " repeats the name '",
+             printable(name, 60, ""), "'");
+    names.push_back(std::move(name));
+    start = end + 1;
+  }
+  return names;
+}
+
+// Fashion-MNIST's label files, known by their labels (count and CRC-32 of the
+// bytes after the header), which MNIST's and any other data set's are not.
+bool is_fashion_mnist_labels(const std::string& labels_path) {
+  const IdxArray labels = read_idx(labels_path, 1);
+  const uLong crc = crc32(crc32(0L, Z_NULL, 0), labels.values.data(), static_cast<uInt>(labels.values.size()));
+  return (labels.values.size() == 60000 && crc == 0x2ed6e46aUL) || (labels.values.size() == 10000 && crc == 0x242bc73fUL);
+}
+
+}  // namespace
+
+std::vector<std::string> idx_class_names(const std::string& dir, const std::string& labels_path,
+                                         int64_t num_classes) {
+  const std::string listed = (std::filesystem::path(dir) / "classes.txt").string();
+  if (is_file(listed)) return listed_class_names(listed);
+  if (num_classes == 10 && is_fashion_mnist_labels(labels_path))
     return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
   std::vector<std::string> names;
   for (int64_t c = 0; c < num_classes; ++c) names.push_back(std::to_string(c));

@@ -37,8 +37,15 @@ struct IdxFiles {
 // file when it holds some of the four but not all.
 std::optional<IdxFiles> find_idx_files(const std::string& dir);
 
-// Class names for an IDX folder: Fashion-MNIST's ten names when the folder's
-// path mentions "fashion" and there are ten classes, else "0", "1", ...
-std::vector<std::string> idx_class_names(const std::string& dir, int64_t num_classes);
+// Class names for an IDX folder, decided by its files, never by its name:
+//  - classes.txt in `dir`: one name a line (line i names label i; a final
+//    line break and a \r before each are dropped), as many classes as lines;
+//  - else Fashion-MNIST's ten names when `labels_path` holds Fashion-MNIST's
+//    own labels (its training or test label file, by count and CRC-32 of the
+//    labels, gzip or raw) and there are ten classes;
+//  - else "0", "1", ... (MNIST, or any other IDX data).
+// Throws naming classes.txt when it is not a list of distinct, non-empty names.
+std::vector<std::string> idx_class_names(const std::string& dir, const std::string& labels_path,
+                                         int64_t num_classes);
 
 }  // namespace lockstep::data

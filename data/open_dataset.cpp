@@ -81,7 +81,7 @@ DataSets open_dataset(const std::string& path, const DataOptions& options) {
   DataSets sets;
   if (auto idx = find_idx_files(path)) {
     sets.format = DataFormat::idx;
-    const std::vector<std::string> names = idx_class_names(path, options.num_classes);
+    const std::vector<std::string> names = idx_class_names(path, idx->train_labels, options.num_classes);
     sets.train = read_idx_dataset(idx->train_images, idx->train_labels, names);
     sets.test = read_idx_dataset(idx->test_images, idx->test_labels, names);
     LS_CHECK(sets.train->sample_shape() == sets.test->sample_shape(), "IDX folder ", path, ": training images of ",
@@ -158,7 +158,7 @@ DataSets open_test_dataset(const std::string& path, const DataOptions& options,
   DataSets sets;
   if (auto idx = find_idx_files(path)) {
     sets.format = DataFormat::idx;
-    sets.test = read_idx_dataset(idx->test_images, idx->test_labels, idx_class_names(path, options.num_classes));
+    sets.test = read_idx_dataset(idx->test_images, idx->test_labels, idx_class_names(path, idx->test_labels, options.num_classes));
     return sets;
   }
   if (auto cifar = find_cifar10_files(path)) {

@@ -1,6 +1,7 @@
 #include "runtime/allocator.h"
 
 #include <cstdlib>
+#include <new>
 #include <vector>
 
 #include "base/error.h"
@@ -47,8 +48,18 @@ void CachingAllocator::deallocate(void* ptr, size_t bytes) {
   if (!ptr) return;
   size_t size = bin_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  free_blocks_.emplace(size, ptr);
   current_ -= size;
+  // Called from destructors (a tensor's storage): it must not throw. Keeping
+  // the block takes a node of the free list, which a process out of memory
+  // cannot have (std::bad_alloc here ended 300 CPU replicas under ulimit -v
+  // in std::terminate instead of the out-of-memory error): the block goes
+  // back to the system instead.
+  try {
+    free_blocks_.emplace(size, ptr);
+  } catch (const std::bad_alloc&) {
+    raw_free(ptr);
+    return;
+  }
   cached_ += size;
 }
 

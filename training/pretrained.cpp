@@ -83,10 +83,9 @@ void refuse_pickle(const std::string& path) {
 }
 
 // The input an export says its model was trained on, if it says.
-std::optional<InputPreprocessing> file_input(const SafetensorsFile& file) {
-  const auto size = file.metadata.find("input_size"), mean = file.metadata.find("input_mean"),
-             std = file.metadata.find("input_std");
-  if (size == file.metadata.end() || mean == file.metadata.end() || std == file.metadata.end()) return std::nullopt;
+std::optional<InputPreprocessing> file_input(const std::map<std::string, std::string>& metadata) {
+  const auto size = metadata.find("input_size"), mean = metadata.find("input_mean"), std = metadata.find("input_std");
+  if (size == metadata.end() || mean == metadata.end() || std == metadata.end()) return std::nullopt;
   try {
     return InputPreprocessing{size->second, nlohmann::json::parse(mean->second).get<std::vector<float>>(),
                               nlohmann::json::parse(std->second).get<std::vector<float>>()};
@@ -110,24 +109,28 @@ PretrainedWeights read_pretrained(const std::string& path) {
   refuse_pickle(path);
   PretrainedWeights weights{path, {}};
   try {
-    weights.file = read_safetensors(path, true, true);
+    weights.file = std::make_shared<const SafetensorsReader>(path, /*any_dtype=*/true);
   } catch (const Error& e) {
     LS_FAIL("pretrained weights ", path, " are not a readable safetensors file: ", e.what());
   }
-  LS_CHECK(!is_checkpoint_metadata(weights.file.metadata), path,
+  LS_CHECK(!is_checkpoint_metadata(weights.file->metadata()), path,
            " is a lockstep training checkpoint (with the optimizer's momentum), not a state dict of weights: "
            "export it first (lockstep export ", path, " weights.safetensors) and give --init weights.safetensors, "
            "or go on with that run (--resume ", path, ")");
   return weights;
 }
 
+std::optional<InputPreprocessing> pretrained_input(const PretrainedWeights& weights) {
+  return file_input(weights.file->metadata());
+}
+
 namespace {
 
 // The class names an export wrote into the metadata, byte for byte, or none.
-std::vector<std::string> file_class_names(const SafetensorsFile& file) {
-  if (!file.metadata.count("class_names")) return {};
+std::vector<std::string> file_class_names(const std::map<std::string, std::string>& metadata) {
+  if (!metadata.count("class_names")) return {};
   try {
-    return read_class_names(file.metadata, "");
+    return read_class_names(metadata, "");
   } catch (const Error&) {  // damaged names in someone else's file: as if none
     return {};
   }
@@ -143,10 +146,10 @@ PretrainedLoad load_pretrained(Model& model, const std::string& path) {
 PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights,
                                const std::vector<std::string>& class_names) {
   const std::string& path = weights.path;
-  const SafetensorsFile& file = weights.file;
+  const SafetensorsReader& file = *weights.file;
   check_torchvision_model(model.spec(), "pretrained weights (" + path + ")");
-  std::map<std::string, const HostTensor*> in_file;
-  for (auto& [name, t] : file.tensors) in_file[name] = &t;
+  std::map<std::string, const SafetensorsEntry*> in_file;
+  for (const SafetensorsEntry& e : file.entries()) in_file[e.name] = &e;
 
   const std::string model_name = model_name_of(model.spec());
   const bool vgg = is_vgg(model_name);
@@ -168,16 +171,19 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights,
     // As many classes, but others (an export names them): a head for the
     // file's classes would start this run from their answers.
     if (fits_features && !result.head_reinitialised && !class_names.empty()) {
-      result.file_class_names = file_class_names(file);
+      result.file_class_names = file_class_names(file.metadata());
       result.head_reinitialised = result.other_classes =
           !result.file_class_names.empty() && result.file_class_names != class_names;
     }
   }
 
+  // Names, shapes and dtypes first, from the header alone: a file of other
+  // tensors is refused before any of its data is read.
   std::string problems, values_problems;
   std::map<std::string, bool> used;
-  for (const StateTensor& t : targets) {
-    const auto [name, shape] = file_tensor(t.name, t.shape, result.names, vgg);
+  std::vector<const SafetensorsEntry*> sources(targets.size(), nullptr);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const auto [name, shape] = file_tensor(targets[i].name, targets[i].shape, result.names, vgg);
     used[name] = true;
     if (result.head_reinitialised && (name == result.head + ".weight" || name == result.head + ".bias")) continue;
     auto it = in_file.find(name);
@@ -185,27 +191,39 @@ PretrainedLoad load_pretrained(Model& model, const PretrainedWeights& weights,
       problems += "\n  missing tensor " + name + " " + shape.str();
     } else if (it->second->shape != shape) {
       problems += "\n  " + name + " is " + it->second->shape.str() + " in the file, " + shape.str() + " in the model";
-    } else if (it->second->values.size() != static_cast<size_t>(shape.numel())) {
+    } else if (it->second->dtype != "F32" && it->second->dtype != "F16" && it->second->dtype != "BF16") {
       problems += "\n  " + name + " has dtype " + it->second->dtype + " (F32, F16 or BF16 are read)";
-    } else if (const std::string bad = state_value_problem(name, it->second->values); !bad.empty()) {
-      values_problems += "\n  " + name + " " + bad;
+    } else {
+      sources[i] = it->second;
     }
   }
-  for (auto& [name, t] : in_file)
-    if (!used.count(name) && !is_batch_count(name)) problems += "\n  unexpected tensor " + name + " " + t->shape.str();
+  for (auto& [name, e] : in_file)
+    if (!used.count(name) && !is_batch_count(name)) problems += "\n  unexpected tensor " + name + " " + e->shape.str();
   LS_CHECK(problems.empty(), "pretrained weights ", path, " do not fit model '", model.spec(), "' (",
            result.names == StateDictNames::timm ? "timm" : "torchvision", " names):", problems);
+  // Then the tensors taken, each read alone and checked before any is copied.
+  std::vector<std::vector<float>> values(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!sources[i]) continue;
+    try {
+      values[i] = file.read(*sources[i]).values;
+    } catch (const Error& e) {
+      LS_FAIL("pretrained weights ", path, " cannot be read: ", e.what());
+    }
+    if (const std::string bad = state_value_problem(sources[i]->name, values[i]); !bad.empty())
+      values_problems += "\n  " + sources[i]->name + " " + bad;
+  }
   // Trained with, such values give NaN losses or a constant one, and a
   // "diverged" that blames the learning rate a few steps later.
   LS_CHECK(values_problems.empty(), "pretrained weights ", path, " hold values no model can be trained from:",
            values_problems, "\n(weights and running means must be finite, running variances finite and >= 0); "
            "the file is damaged or was not saved from a trained model");
-  result.file_input = file_input(file);
+  result.file_input = file_input(file.metadata());
 
-  for (StateTensor& t : targets) {
-    const std::string name = file_tensor(t.name, t.shape, result.names, vgg).first;
-    if (result.head_reinitialised && (name == result.head + ".weight" || name == result.head + ".bias")) continue;
-    t.tensor.copy_from(Tensor::from_vector(t.shape, in_file.at(name)->values));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!sources[i]) continue;
+    targets[i].tensor.copy_from(Tensor::from_vector(targets[i].shape, values[i]));
+    std::vector<float>().swap(values[i]);  // the host copy goes as the model takes it
     ++result.tensors;
   }
   model.arenas().params_bf16_stale = true;  // precision bf16: the weights' copy is made again

@@ -17,6 +17,7 @@
 // first), and weights that are not finite or variances below 0
 // (training/state_values.h), naming the file and the tensor.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,19 +58,25 @@ struct PretrainedLoad {
 // Throws an Error, starting with `what`, unless `spec` (Model::spec()) is of a tv-* model.
 void check_torchvision_model(const std::string& spec, const std::string& what);
 
-// A state dict read into host memory (a pickle refused, the format checked),
-// to load into any number of models.
+// A state dict opened (a pickle refused, the header checked; no tensor read
+// yet), to load into any number of models, from any threads.
 struct PretrainedWeights {
   std::string path;
-  SafetensorsFile file;
+  std::shared_ptr<const SafetensorsReader> file;
 };
 PretrainedWeights read_pretrained(const std::string& path);
+
+// The input the file's model was trained on, when its metadata says (an export's).
+std::optional<InputPreprocessing> pretrained_input(const PretrainedWeights& weights);
 
 // Copies the state dict in `path` into `model` (a tv-* model, built and
 // finalised) by name. Every tensor of the model must be in the file with its
 // shape, and nothing else but num_batches_tracked; otherwise an Error names
 // the file and each tensor that is missing, unexpected or of another shape
-// (both shapes), and the model is left as it was. The classifier alone may
+// (both shapes), and the model is left as it was. Names and shapes are
+// compared before any tensor is read; then the tensors the model takes are
+// read, one at a time, and checked (the model's size in memory for a while).
+// The classifier alone may
 // have another class count: it then keeps the model's own initialisation. So
 // it does when `class_names` (the data's) are given and the file's metadata
 // names other classes (an export of a run on other data).

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +15,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -170,13 +170,6 @@ uint64_t header_integer(const json& value, const std::string& path, const std::s
   return value.get<uint64_t>();
 }
 
-struct TensorEntry {
-  std::string name;
-  Shape shape;
-  uint64_t begin = 0, end = 0;
-  std::string dtype;
-};
-
 // Bytes per element of safetensors' dtypes, 0 for a name it does not define.
 uint64_t dtype_bytes(const std::string& dtype) {
   static const std::map<std::string, uint64_t> sizes = {
@@ -199,7 +192,7 @@ float half_to_float(uint16_t h) {
   return magnitude;
 }
 
-TensorEntry tensor_entry(const std::string& name, const json& entry, const std::string& path, bool any_dtype) {
+SafetensorsEntry tensor_entry(const std::string& name, const json& entry, const std::string& path, bool any_dtype) {
   LS_CHECK(entry.is_object(), path, ": tensor ", name, " is described by ", entry.type_name(), ", not an object");
   for (const char* field : {"dtype", "shape", "data_offsets"})
     LS_CHECK(entry.contains(field), path, ": tensor ", name, " has no '", field, "'");
@@ -218,8 +211,8 @@ TensorEntry tensor_entry(const std::string& name, const json& entry, const std::
   const json& offsets = entry["data_offsets"];
   LS_CHECK(offsets.is_array() && offsets.size() == 2, path, ": tensor ", name, " has data_offsets ", offsets.dump(),
            ", not [begin, end]");
-  TensorEntry out{name, shape_from(extents), header_integer(offsets[0], path, name, "a data offset"),
-                  header_integer(offsets[1], path, name, "a data offset"), dtype};
+  SafetensorsEntry out{name, shape_from(extents), dtype, header_integer(offsets[0], path, name, "a data offset"),
+                       header_integer(offsets[1], path, name, "a data offset")};
   LS_CHECK(out.begin <= out.end, path, ": tensor ", name, " has data_offsets [", out.begin, ", ", out.end,
            "] that end before they begin");
   uint64_t bytes = dtype_bytes(dtype);
@@ -230,53 +223,77 @@ TensorEntry tensor_entry(const std::string& name, const json& entry, const std::
   return out;
 }
 
+// What safetensors' own reader allows (MAX_HEADER_SIZE): larger, the header
+// would be parsed only to find a damaged file, at the cost of its size in memory.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+// Reads `size` bytes at `offset` of the file, however many calls it takes.
+void read_at(int fd, void* into, uint64_t size, uint64_t offset, const std::string& path, const std::string& what) {
+  auto* bytes = static_cast<char*>(into);
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t got = ::pread(fd, bytes + done, static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30)),
+                                static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    LS_CHECK(got >= 0, "cannot read ", what, " of ", path, ": ", std::strerror(errno));
+    LS_CHECK(got > 0, path, " is truncated: ", what, " could not be read whole (the file got shorter while it was read)");
+    done += static_cast<uint64_t>(got);
+  }
+}
+
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path, bool with_data, bool any_dtype) {
+SafetensorsReader::SafetensorsReader(const std::string& path, bool any_dtype) : path_(path) {
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);
   LS_CHECK(!std::filesystem::is_directory(status), path, " is a folder, not a safetensors file");
   LS_CHECK(!std::filesystem::exists(status) || std::filesystem::is_regular_file(status), path,
            " is not a regular file (a device, FIFO or socket), not a safetensors file");
-  std::ifstream in(path, std::ios::binary);
-  LS_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+  // O_NONBLOCK: a FIFO put in its place since the check above does not block the open.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  LS_CHECK(fd_ >= 0, "cannot open ", path, ": ", std::strerror(errno));
+  struct stat st {};
+  LS_CHECK(::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode), path, " is not a regular file, not a safetensors file");
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   unsigned char size_bytes[8];
-  LS_CHECK(file_size >= 8 && in.read(reinterpret_cast<char*>(size_bytes), 8), path, " is truncated: ", file_size,
-           " bytes, shorter than the 8-byte header length");
+  LS_CHECK(file_size >= 8, path, " is truncated: ", file_size, " bytes, shorter than the 8-byte header length");
+  read_at(fd_, size_bytes, 8, 0, path, "the header length");
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | size_bytes[i];
   LS_CHECK(header_size <= file_size - 8, path, " is truncated or not a safetensors file: a header of ", header_size,
            " bytes in a file of ", file_size);
-  std::string text(header_size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_size));
-  LS_CHECK(static_cast<uint64_t>(in.gcount()) == header_size, path, ": its header could not be read whole");
-  const uint64_t data_size = file_size - 8 - header_size;
+  LS_CHECK(header_size <= kMaxHeaderBytes, path, " is damaged or not a safetensors file: a header of ", header_size,
+           " bytes, over the ", kMaxHeaderBytes, " bytes safetensors allows");
+  data_start_ = 8 + header_size;
+  const uint64_t data_size = file_size - data_start_;
 
-  const json header = parse_without_repeated_keys(text, path);
+  json header;
+  try {
+    std::string text(header_size, '\0');
+    read_at(fd_, text.data(), header_size, 8, path, "the header");
+    header = parse_without_repeated_keys(text, path);
+  } catch (const std::bad_alloc&) {
+    LS_FAIL(path, ": its header of ", header_size, " bytes does not fit in the memory available");
+  }
   LS_CHECK(header.is_object(), path, ": the header is not a JSON object");
-  SafetensorsFile file;
-  std::vector<TensorEntry> entries;
   for (auto& [key, value] : header.items()) {
     if (key != "__metadata__") {
-      entries.push_back(tensor_entry(key, value, path, any_dtype));
+      entries_.push_back(tensor_entry(key, value, path, any_dtype));
       continue;
     }
     LS_CHECK(value.is_object(), path, ": __metadata__ is ", value.type_name(), ", not an object");
     for (auto& [name, text_value] : value.items()) {
       LS_CHECK(text_value.is_string(), path, ": metadata '", name, "' is ", text_value.dump(), ", not a string");
-      file.metadata[name] = text_value.get<std::string>();
+      metadata_[name] = text_value.get<std::string>();
     }
   }
   // Every byte of the data belongs to exactly one tensor, in offset order, as
   // safetensors itself requires: no overlap, no hole, nothing after the last.
-  std::sort(entries.begin(), entries.end(),
-            [](const TensorEntry& a, const TensorEntry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  std::sort(entries_.begin(), entries_.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
   uint64_t covered = 0;
-  const TensorEntry* previous = nullptr;
-  for (const TensorEntry& e : entries) {
+  const SafetensorsEntry* previous = nullptr;
+  for (const SafetensorsEntry& e : entries_) {
     LS_CHECK(e.end <= data_size, path, " is truncated: tensor ", e.name, " ends at byte ", e.end,
              " of a data block of ", data_size);
     LS_CHECK(e.begin >= covered, path, ": tensors ", previous ? previous->name : "", " and ", e.name,
@@ -288,34 +305,47 @@ SafetensorsFile read_safetensors(const std::string& path, bool with_data, bool a
   }
   LS_CHECK(covered == data_size, path, ": ", data_size - covered, " bytes after the last tensor",
            previous ? " (" + previous->name + ")" : "", " belong to no tensor");
-  std::vector<char> data;
-  if (with_data) {
-    data.resize(data_size);
-    in.read(data.data(), static_cast<std::streamsize>(data_size));
-    LS_CHECK(static_cast<uint64_t>(in.gcount()) == data_size, path, " could not be read whole");
-  }
-  for (const TensorEntry& e : entries) {
-    HostTensor t{e.shape, {}, e.dtype};
-    const bool half = e.dtype == "F16" || e.dtype == "BF16";
-    if (with_data && e.end > e.begin && (e.dtype == "F32" || half)) {  // no memcpy of an empty tensor's null pointer
-      t.values.resize(static_cast<size_t>(e.shape.numel()));
-      if (!half) {
-        std::memcpy(t.values.data(), data.data() + e.begin, e.end - e.begin);
+}
+
+SafetensorsReader::~SafetensorsReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+HostTensor SafetensorsReader::read(const SafetensorsEntry& e) const {
+  HostTensor t{e.shape, {}, e.dtype};
+  const bool half = e.dtype == "F16" || e.dtype == "BF16";
+  const uint64_t bytes = e.end - e.begin;
+  if (bytes == 0 || (e.dtype != "F32" && !half)) return t;
+  const std::string what = "tensor " + e.name;
+  try {
+    t.values.resize(static_cast<size_t>(e.shape.numel()));
+    if (!half) {
+      read_at(fd_, t.values.data(), bytes, data_start_ + e.begin, path_, what);
+      return t;
+    }
+    std::vector<uint16_t> raw(t.values.size());
+    read_at(fd_, raw.data(), bytes, data_start_ + e.begin, path_, what);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (e.dtype == "BF16") {
+        const uint32_t bits = uint32_t(raw[i]) << 16;
+        std::memcpy(&t.values[i], &bits, 4);
       } else {
-        for (size_t i = 0; i < t.values.size(); ++i) {
-          uint16_t h;
-          std::memcpy(&h, data.data() + e.begin + 2 * i, 2);
-          if (e.dtype == "BF16") {
-            const uint32_t bits = uint32_t(h) << 16;
-            std::memcpy(&t.values[i], &bits, 4);
-          } else {
-            t.values[i] = half_to_float(h);
-          }
-        }
+        t.values[i] = half_to_float(raw[i]);
       }
     }
-    file.tensors.emplace_back(e.name, std::move(t));
+  } catch (const std::bad_alloc&) {
+    LS_FAIL(path_, ": tensor ", e.name, " ", e.shape.str(), " (", bytes,
+            " bytes in the file) does not fit in the memory available");
   }
+  return t;
+}
+
+SafetensorsFile read_safetensors(const std::string& path, bool with_data, bool any_dtype) {
+  const SafetensorsReader reader(path, any_dtype);
+  SafetensorsFile file;
+  file.metadata = reader.metadata();
+  for (const SafetensorsEntry& e : reader.entries())
+    file.tensors.emplace_back(e.name, with_data ? reader.read(e) : HostTensor{e.shape, {}, e.dtype});
   return file;
 }
 

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "data/cache_writer.h"
 #include "data/loader_threads.h"
+#include "output_link.h"
 #include "progress.h"
 #include "setup.h"
 #include "training/output_files.h"
@@ -23,7 +24,10 @@ int run_cache(const CacheSettings& s) {
   const std::string data = std::filesystem::absolute(s.data).lexically_normal().string();
   const std::string output = s.output.empty() ? data::default_cache_path(data)
                                               : std::filesystem::absolute(s.output).lexically_normal().string();
-  check_output_file(OutputFile{output, "-o", "a lockstep cache file", data::is_cache_file}, {{data, "DATA"}}, s.force);
+  // Never through a link (the cache is renamed over the path): output_link.h.
+  const OutputFile out{output, "-o", "a lockstep cache file", data::is_cache_file};
+  refuse_output_link(out);
+  check_output_file(out, {{data, "DATA"}}, s.force);
 
   data::CacheWriteOptions write;
   write.output = output;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include "commands.h"
 #include "confusion_plot.h"
@@ -14,6 +15,7 @@
 #include "training/checkpoint.h"
 #include "distributed/world.h"
 #include "base/error.h"
+#include "training/output_lock.h"
 #include "training/trainer.h"
 #include "layers/models.h"
 #include "preflight.h"
@@ -105,10 +107,15 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
       std::fprintf(stderr, "notice: the test data at %s changed since the checkpoint was trained: %s\n",
                    data_path.c_str(), changes.c_str());
   }
-  // The confusion matrix may replace a PNG, never the checkpoint, the data or
-  // a file of another kind (unless --force): checked before the evaluation.
-  if (!s.plot.empty())
+  // The confusion matrix may replace a PNG, never the checkpoint, the data, a
+  // link or a file of another kind (unless --force): checked before the
+  // evaluation, and locked until drawn (the first process draws it), so a
+  // training run or another eval that names the file is refused meanwhile.
+  std::unique_ptr<OutputLock> plot_lock;
+  if (!s.plot.empty()) {
     check_picture_output(s.plot, "--plot", {{s.checkpoint, "--checkpoint"}, {data_path, "--data"}}, s.force);
+    if (!world || world->rank() == 0) plot_lock = std::make_unique<OutputLock>(s.plot, "--plot");
+  }
   const data::Normalization norm = checkpoint_normalization(extra);
   std::vector<Device> devices = resolve_devices(s.devices, 1, true);
   std::string spec = ck.info.model_spec;

@@ -1,7 +1,10 @@
 #pragma once
-// Exports are replaced by renaming a new file over them: a link there would
-// be replaced, not followed, so its target would silently stop being the
-// file the user thinks was written. Refused, --force or not.
+// Every output lockstep writes (checkpoints, exports, pictures, cache files)
+// is replaced by renaming a new file over it: a link there would be
+// replaced, not followed, so its target would silently stop being the file
+// the user thinks was written (and a metrics file, appended to, would be
+// written through it). Refused, --force or not; only a link to a device or
+// FIFO stays allowed where out.allow_special (--metrics /dev/stdout).
 #include "training/output_files.h"
 
 namespace lockstep::app {

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "layers/models.h"
+#include "output_link.h"
 #include "run_locks.h"
 #include "setup.h"
 #include "training/checkpoint.h"
@@ -55,29 +56,38 @@ void make_picture_folder(const std::string& path, const std::string& option) {
 void check_picture_output(const std::string& path, const std::string& option, const std::vector<InputPath>& inputs,
                           bool force) {
   make_picture_folder(path, option);
+  refuse_output_link(picture(path, option));
   check_output_file(picture(path, option), inputs, force);
 }
 
 void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t replicas_in_world,
                        int64_t local_replicas) {
+  const int64_t batch = s.batch;
   // The largest slice a replica gets (the remainder goes to the first ones);
   // the CPU keeps activations in FP32 whatever the precision.
-  const int64_t per_replica = (s.batch + replicas_in_world - 1) / replicas_in_world;
+  const int64_t per_replica = batch / replicas_in_world + (batch % replicas_in_world != 0 ? 1 : 0);
   const std::unique_ptr<Graph> graph = graph_from_spec(spec);
   // The replicas' activations and the loader's batches (the two the trainer
   // holds and the two prepared ahead, data::LoaderConfig::prefetch), in FP32.
-  const int64_t loader = 4 * s.batch * graph->input_shape().numel() * static_cast<int64_t>(sizeof(float));
-  const int64_t need = local_replicas * graph->activation_bytes(per_replica) + loader;
+  // Summed in double: in int64_t a --batch near 2^63 overflowed to a need
+  // below the memory and was let through. Past 2^20 samples a slice's plan is
+  // not made (its byte counts would overflow too): a sample's, times the slice.
+  const double loader = 4.0 * static_cast<double>(batch) * static_cast<double>(graph->input_shape().numel()) *
+                        static_cast<double>(sizeof(float));
+  const double slice_bytes = per_replica <= (int64_t{1} << 20)
+                                 ? static_cast<double>(graph->activation_bytes(per_replica))
+                                 : static_cast<double>(graph->activation_bytes(1)) * static_cast<double>(per_replica);
+  const double need = static_cast<double>(local_replicas) * slice_bytes + loader;
   const int64_t available = available_memory_bytes();
-  if (available <= 0 || need <= available) return;
-  const auto gb = [](int64_t bytes) {
+  if (available <= 0 || need <= static_cast<double>(available)) return;
+  const auto gb = [](double bytes) {
     char text[32];
-    std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+    std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
     return std::string(text);
   };
-  LS_FAIL("--batch ", s.batch, " of samples ", graph->input_shape().str(), ": the activations of a training step of '",
+  LS_FAIL("--batch ", batch, " of samples ", graph->input_shape().str(), ": the activations of a training step of '",
           spec, "' and its batches take ", gb(need), " (", local_replicas, " replica", local_replicas == 1 ? "" : "s",
-          " of ", per_replica, " samples), more than the ", gb(available),
+          " of ", per_replica, " samples), more than the ", gb(static_cast<double>(available)),
           " of memory available (within ulimit -v); give a smaller --batch, a smaller --input (image folders) or "
           "another --model");
 }
@@ -85,15 +95,18 @@ void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t 
 void check_outputs(const TrainSettings& s) {
   const std::vector<InputPath> inputs = {{s.data, "--data"}, {s.test_data, "--test-data"}, {s.init, "--init"}};
   OutputFile checkpoint{s.checkpoint, "--checkpoint", "a lockstep checkpoint", is_checkpoint_file};
+  refuse_output_link(checkpoint);
   check_output_file(checkpoint, inputs, s.force);
   std::vector<OutputFile> outputs = {checkpoint};
   if (s.keep_best) {
     OutputFile best{best_checkpoint_path(s), "--keep-best", "a lockstep checkpoint", is_checkpoint_file};
+    refuse_output_link(best);
     check_output_file(best, inputs, s.force);
     outputs.push_back(best);
   }
   if (!s.metrics.empty()) {
     OutputFile metrics{s.metrics, "--metrics", "a lockstep metrics file", is_metrics_file, /*allow_special=*/true};
+    refuse_output_link(metrics);
     check_output_file(metrics, inputs, s.force);
     outputs.push_back(metrics);
   }
@@ -101,6 +114,7 @@ void check_outputs(const TrainSettings& s) {
   // (so `--checkpoint m.png` names the curve's file too, and is refused).
   const OutputFile curve = picture(curve_path(s), s.plot.empty() ? "the training curve (--plot)" : "--plot");
   make_picture_folder(curve.path, curve.option);
+  refuse_output_link(curve);
   check_output_file(curve, inputs, s.force);
   outputs.push_back(curve);
   // The locks the run takes beside its outputs (run_locks.h) are outputs

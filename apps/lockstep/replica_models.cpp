@@ -24,6 +24,9 @@ ModelFactory ReplicaModels::factory() {
       head_offset_ = model->head_param_offset();
     }
     if (pretrained_) {
+      // One replica at a time: each load holds the model's weights in host
+      // memory while it checks them, and N at once would hold N copies.
+      std::lock_guard<std::mutex> one_load(load_mutex_);
       PretrainedLoad loaded = load_pretrained(*model, *pretrained_, class_names_);
       std::lock_guard<std::mutex> lock(mutex_);
       init_result_ = loaded;

@@ -2,7 +2,7 @@
 // The models the replicas of `lockstep train` train, as the replica manager
 // builds them (one per replica, on the replica's thread): from the model
 // spec, the backbone frozen with --freeze-backbone, and started from --init's
-// pretrained weights, read once, checked, and copied into every replica.
+// pretrained weights, opened once, checked, and read into every replica.
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -36,7 +36,8 @@ private:
   bool freeze_backbone_;
   std::vector<std::string> class_names_;
   std::optional<PretrainedWeights> pretrained_;
-  std::mutex mutex_;  // the replicas' threads write the two below
+  std::mutex load_mutex_;  // held by the replica loading --init's weights
+  std::mutex mutex_;       // the replicas' threads write the two below
   PretrainedLoad init_result_;
   int64_t head_offset_ = 0;
 };

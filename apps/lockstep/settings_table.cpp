@@ -343,15 +343,16 @@ std::vector<SettingEntry> declare_settings() {
                   .validated(CLI::IsMember({"gpu", "cpu"})));
   t.push_back(setting(&S::normalize, "--normalize",
                       "dataset (the training set's mean and std per channel), imagenet (ImageNet's RGB mean "
-                      "and std, what pretrained weights expect) or none. Default: imagenet with --init on "
-                      "RGB data, else dataset")
-                  .validated(CLI::IsMember({"dataset", "imagenet", "none"}))
+                      "and std, what pretrained weights expect), init (the mean and std --init's file says its "
+                      "model was trained with: a lockstep export's) or none. Default: init when --init's file "
+                      "says, imagenet with other --init weights on RGB data, else dataset")
+                  .validated(CLI::IsMember({"dataset", "imagenet", "init", "none"}))
                   .saved("normalize", OnResume::another_run)
                   .agreed()
                   .checked([](const S& s) {
                     LS_CHECK(s.normalize.empty() || s.normalize == "dataset" || s.normalize == "imagenet" ||
-                                 s.normalize == "none",
-                             "--normalize ", s.normalize, ": expected dataset, imagenet or none");
+                                 s.normalize == "init" || s.normalize == "none",
+                             "--normalize ", s.normalize, ": expected dataset, imagenet, init or none");
                   }));
   t.push_back(setting(&S::input, "--input", "image folders: resize to CxHxW")
                   .saved("input", OnResume::another_run)

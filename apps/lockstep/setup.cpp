@@ -19,6 +19,10 @@ namespace lockstep::app {
 
 std::vector<Device> resolve_devices(const std::string& text, int replicas, bool quiet) {
   LS_CHECK(replicas >= 1, "--replicas must be at least 1, got ", replicas);
+  // Each replica is a thread with a model of its own: checked before the
+  // list of devices (2^31 of them) or any thread is made.
+  LS_CHECK(replicas <= kMaxReplicas, "--replicas ", replicas, ": more than the ", kMaxReplicas,
+           " replicas lockstep starts on one device (each a thread with its own model); give at most ", kMaxReplicas);
   if (text == "all" && cuda_device_count() == 0 && !quiet)
     std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
   const std::vector<Device> base = lockstep::resolve_devices(text);

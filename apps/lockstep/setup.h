@@ -12,8 +12,12 @@
 
 namespace lockstep::app {
 
+// The most replicas --replicas puts on one device (as many as the loader threads lockstep starts).
+inline constexpr int kMaxReplicas = 1024;
+
 // "all" (every GPU, or the CPU when there is none), "cpu", or GPU ordinals
-// "0,1"; each repeated `replicas` times. Throws naming a GPU that is not there.
+// "0,1"; each repeated `replicas` times (1 to kMaxReplicas). Throws naming a
+// GPU that is not there, or --replicas out of bounds.
 std::vector<Device> resolve_devices(const std::string& text, int replicas, bool quiet = false);
 
 // "3x32x32" -> channels, height, width; throws naming the text otherwise.

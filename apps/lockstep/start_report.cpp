@@ -50,7 +50,7 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
   std::fflush(stdout);
 }
 
-void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool imagenet_by_default) {
+void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, const std::string& normalize_note) {
   if (d.decoded_bytes > 0) {
     const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; };
     if (d.decoded_kept)
@@ -68,8 +68,7 @@ void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool
   if (!s.given.contains("--threads"))
     std::printf("%d loader thread%s (--threads to change)\n", s.threads,
                 s.threads == 1 ? "" : "s");
-  if (imagenet_by_default)
-    std::printf("normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)\n");
+  if (!normalize_note.empty()) std::printf("%s\n", normalize_note.c_str());
   for (const SettingEntry& e : train_setting_table())
     if (e.start_note) e.start_note(s);
 }

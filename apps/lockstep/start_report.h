@@ -22,9 +22,9 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
                  const CheckpointInfo& resume_info);
 
 // The decoded-image cache (image folders), the normalisation when it was
-// chosen for the pretrained weights (`imagenet_by_default`), and a frozen or
-// slower backbone.
-void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, bool imagenet_by_default);
+// chosen for the pretrained weights (`normalize_note`, resolve_normalize's),
+// and a frozen or slower backbone.
+void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, const std::string& normalize_note);
 
 // What --init loaded into a model of `classes` classes, the classifier it
 // re-initialised, and the input the file's model was trained on (an export

@@ -161,14 +161,15 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
            " compares the test accuracy of each epoch, and ", s.data,
            " has no test set: give --test-data, or data with a test part (a folder split in two, or a single class "
            "folder with --test-fraction above 0)");
-  const bool imagenet_by_default = resolve_normalize(s, train_data);
+  const std::optional<data::Normalization> from_init = init_normalization(s);
+  const std::string normalize_note = resolve_normalize(s, train_data, from_init);
   if (!s.resume.empty()) check_resumed_data(s, resume_info, *train_data.train, first);
   const std::string spec = choose_model_spec(s, resume_info, *train_data.train);
   // Before the loader's batch buffers and the replicas are allocated.
   if (devices[0].is_cpu())
     check_step_memory(s, spec, static_cast<int64_t>(devices.size()) * (world ? world->size() : 1),
                       static_cast<int64_t>(devices.size()));
-  Loaders loaders = make_loaders(s, resume_info, train_data, devices[0].is_cuda());
+  Loaders loaders = make_loaders(s, resume_info, train_data, devices[0].is_cuda(), from_init);
   std::vector<std::string> replaced;
   if (first) replaced = check_replaced_outputs(s, spec);
   if (world) {
@@ -194,7 +195,7 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   if (!first) return finish_quietly(trainer);
   print_start(s, spec, train_data, devices, world.get(), trainer, resume_info);
   for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
-  print_data_and_model_notes(s, train_data, imagenet_by_default);
+  print_data_and_model_notes(s, train_data, normalize_note);
   if (models.initialised()) print_init(s, models.init_result(), train_data.train->num_classes(), loaders.train->normalization());
   if (devices[0].is_cuda())
     std::printf("%s\n", replicas.graphs_in_use() ? "steps replayed from a CUDA graph while the batch size stays "

@@ -1,6 +1,7 @@
 #include "train_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <sstream>
 #include <string>
@@ -9,6 +10,7 @@
 #include "data/cache_reader.h"
 #include "preflight.h"
 #include "setup.h"
+#include "training/pretrained.h"
 
 namespace lockstep::app {
 
@@ -80,11 +82,56 @@ TrainData open_data(const TrainSettings& s) {
   return d;
 }
 
-bool resolve_normalize(TrainSettings& s, const TrainData& d) {
-  if (!s.normalize.empty()) return false;
-  const bool imagenet = !s.init.empty() && d.train->sample_shape()[0] == 3;
+std::optional<data::Normalization> init_normalization(const TrainSettings& s) {
+  if (s.init.empty()) return std::nullopt;
+  std::optional<InputPreprocessing> input;
+  try {
+    input = pretrained_input(read_pretrained(s.init));
+  } catch (const Error&) {
+    return std::nullopt;  // refused, with the reason, when the replicas load it
+  }
+  if (!input) return std::nullopt;
+  return data::Normalization{input->mean, input->std};
+}
+
+namespace {
+
+// The file's values against the data: one mean and std per channel, finite,
+// each std above 0 (none at all: the pixels as they are).
+void check_init_normalization(const data::Normalization& n, int64_t channels, const TrainSettings& s) {
+  if (n.mean.empty() && n.std.empty()) return;
+  bool usable = n.mean.size() == static_cast<size_t>(channels) && n.std.size() == n.mean.size();
+  for (size_t c = 0; usable && c < n.mean.size(); ++c)
+    usable = std::isfinite(n.mean[c]) && std::isfinite(n.std[c]) && n.std[c] > 0.0f;
+  LS_CHECK(usable, "--init ", s.init, ": its metadata's input_mean and input_std (", n.mean.size(), " and ",
+           n.std.size(), " values) are no normalisation of the ", channels, "-channel samples of ", s.data,
+           " (one finite mean and one std above 0 per channel); give --normalize dataset, imagenet or none");
+}
+
+}  // namespace
+
+std::string resolve_normalize(TrainSettings& s, const TrainData& d,
+                              const std::optional<data::Normalization>& from_init) {
+  const int64_t channels = d.train->sample_shape()[0];
+  if (s.normalize == "init" && s.resume.empty()) {
+    LS_CHECK(!s.init.empty(), "--normalize init takes the mean and std from --init's file: give --init");
+    LS_CHECK(from_init.has_value(), "--normalize init: --init ", s.init,
+             " says nothing of its model's normalisation (only a lockstep export carries it); give --normalize "
+             "dataset, imagenet or none");
+  }
+  if (!s.normalize.empty()) {
+    if (s.normalize == "init" && from_init) check_init_normalization(*from_init, channels, s);
+    return "";
+  }
+  if (from_init) {
+    check_init_normalization(*from_init, channels, s);
+    s.normalize = "init";
+    return "normalised as --init's file says its model was trained (" + s.init + "; --normalize to change)";
+  }
+  const bool imagenet = !s.init.empty() && channels == 3;
   s.normalize = imagenet ? "imagenet" : "dataset";
-  return imagenet;
+  return imagenet ? "normalised with ImageNet's mean and std, which pretrained weights expect (--normalize to change)"
+                  : "";
 }
 
 bool mixes_batches(const TrainSettings& s) { return s.mixup > 0.0 || s.cutmix > 0.0; }
@@ -95,7 +142,8 @@ bool augmented_on_gpus(const TrainSettings& s, bool on_gpus) {
   return on_gpus && s.augment_on == "gpu" && !mixes_batches(s);
 }
 
-Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus) {
+Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus,
+                     const std::optional<data::Normalization>& from_init) {
   data::LoaderConfig loader_config;
   loader_config.augment_on_device = augmented_on_gpus(s, on_gpus);
   loader_config.batch_size = s.batch;
@@ -128,6 +176,12 @@ Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, 
     loader_config.normalization = data::imagenet_normalization();
   } else if (s.normalize == "none") {
     loader_config.normalization = data::no_normalization(channels);
+  } else if (s.normalize == "init") {
+    // A resumed run that changes to init (--force) has no --init to take it from.
+    LS_CHECK(from_init.has_value(), "--normalize init takes the mean and std from --init's file, and this run has "
+             "none: give --normalize dataset, imagenet or none");
+    loader_config.normalization =
+        from_init->mean.empty() ? data::no_normalization(channels) : *from_init;
   }
   Loaders loaders;
   loaders.train = std::make_unique<data::Loader>(d.train, loader_config);

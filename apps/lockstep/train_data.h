@@ -4,6 +4,8 @@
 // evaluation.
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "data/loader.h"
 #include "data/open_dataset.h"
@@ -32,10 +34,20 @@ void adopt_cache_settings(TrainSettings& s, const GivenFlags& settled);
 // refused.
 TrainData open_data(const TrainSettings& s);
 
-// --normalize not given (nor saved in the checkpoint resumed): imagenet for
-// pretrained weights (--init) on RGB data, which is what they were trained
-// with, else dataset. Returns whether imagenet was chosen so.
-bool resolve_normalize(TrainSettings& s, const TrainData& d);
+// The normalisation --init's file says its model was trained with (an
+// export's metadata), or none: no --init, a file that says nothing, or one
+// that cannot be read (the replicas' load names what is wrong with it).
+std::optional<data::Normalization> init_normalization(const TrainSettings& s);
+
+// --normalize not given (nor saved in the checkpoint resumed): init when
+// --init's file carries its model's normalisation (`from_init`), so the
+// model keeps seeing the inputs it learned from; imagenet for other
+// pretrained weights on RGB data, which is what they were trained with;
+// else dataset. Returns the start report's line for a choice made so ("" when
+// given or dataset). Throws naming the file when --normalize init has no
+// file's values to take, or the file's do not fit the data's channels.
+std::string resolve_normalize(TrainSettings& s, const TrainData& d,
+                              const std::optional<data::Normalization>& from_init);
 
 // The training loader (augmentation, the checkpoint's normalisation when
 // resuming) and the test loader, whose first batch is checked against the
@@ -52,6 +64,8 @@ bool mixes_batches(const TrainSettings& s);
 // (never when mixing: the loader mixes the whole float batch).
 bool augmented_on_gpus(const TrainSettings& s, bool on_gpus);
 
-Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus);
+// `from_init`: init_normalization's, which --normalize init takes.
+Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, const TrainData& d, bool on_gpus,
+                     const std::optional<data::Normalization>& from_init);
 
 }  // namespace lockstep::app

@@ -786,8 +786,10 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("initialised from %s: 100 tensors (torchvision names)" % weights, r.stdout)
         self.assertIn("the classifier fc was re-initialised: 3 classes in the file, 2 here", r.stdout)
-        # RGB data and pretrained weights: ImageNet's normalisation unless --normalize says otherwise.
-        self.assertIn("normalised with ImageNet's mean and std, which pretrained weights expect", r.stdout)
+        # An export's weights: its own normalisation, which its backbone learned from, unless --normalize
+        # says otherwise (ImageNet's is the default for weights that do not say).
+        self.assertIn("normalised as --init's file says its model was trained (%s; --normalize to change)" % weights,
+                      r.stdout)
 
         # Refusals, each naming what is wrong.
         pth = self.path("resnet18.pth")

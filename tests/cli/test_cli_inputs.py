@@ -44,6 +44,25 @@ class CliInputs(CliTestCase):
         self.assertFalse(os.path.exists(self.path("c.cache")))
         self.assertFalse(os.path.exists(self.path("ck2")))
 
+    def test_huge_replica_and_batch_counts_are_refused_naming_the_option_before_allocating(self):
+        # Before: --replicas 2147483647 ended in "std::bad_alloc" (a list of 2^31 devices made first),
+        # --replicas 100000 started 315 threads before failing, and --batch 2^63 - 1 overflowed the CPU's
+        # memory check to a small figure and was let through.
+        idx = self.path("idx")
+        write_idx(idx, 64, 8)
+        train = ["train", "--devices", "cpu", "--model", "mlp", "--epochs", "1", "--data", idx, "--checkpoint",
+                 self.path("ck")]
+        for replicas in ("2147483647", "100000", "1025"):
+            with self.subTest(replicas=replicas):
+                r = run(train + ["--replicas", replicas], self.tmp, timeout=60)
+                self.assert_refused(r, "--replicas %s: more than the 1024 replicas lockstep starts on one device"
+                                    % replicas, "give at most 1024")
+        big = str(2 ** 63 - 1)
+        r = run(train + ["--batch", big], self.tmp, timeout=60)
+        self.assert_refused(r, "--batch %s of samples [1, 8, 8]: the activations of a training step" % big,
+                            "more than the", "give a smaller --batch")
+        self.assertFalse(os.path.exists(self.path("ck")))
+
     def test_a_fifo_as_weights_or_as_the_cache_beside_the_data_is_refused_not_waited_on(self):
         data = self.photos()
         fifo = self.path("weights.safetensors")

@@ -5,6 +5,7 @@ Each test builds its own small data set in a temporary folder (IDX files, or
 image folders of PNGs written here without PIL), so that no test can damage a
 data set of the machine's, whatever the binary does.
 """
+import fcntl
 import gzip
 import json
 import os
@@ -438,6 +439,58 @@ class CliOutputs(CliTestCase):
         self.assertEqual(read(notes)[:8], b"\x89PNG\r\n\x1a\n")
         r = run(evaluate + [notes], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_every_writer_refuses_a_link_and_eval_plot_waits_for_no_other_writer(self):
+        # Before: eval --plot took no lock (a live run drawing the same picture was raced) and, like
+        # train's checkpoint, metrics and curve and cache's -o, replaced a link by its file (the
+        # link's target left stale) or, for --metrics, appended through it.
+        data = self.path("data")
+        write_idx(data, 64, 8)
+        ck = self.path("ck")
+        r = run(["train"] + ONE + ["--data", data, "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        target = self.path("target.png")
+        with open(target, "wb") as f:
+            f.write(b"\x89PNG\r\n\x1a\nsomeone's picture")
+        kept = read(target)
+        link = self.path("link.png")
+        os.symlink(target, link)
+        evaluate = ["eval", "--checkpoint", ck, "--devices", "cpu", "--plot"]
+        photos = self.path("photos")
+        write_image_folder(photos, [b"a", b"b"], 2)
+        for args, option in ((evaluate + [link], "--plot"),
+                             (evaluate + [link, "--force"], "--plot"),
+                             (["train"] + ONE + ["--data", data, "--checkpoint", link], "--checkpoint"),
+                             (["train"] + ONE + ["--data", data, "--checkpoint", self.path("ck2"), "--metrics", link],
+                              "--metrics"),
+                             (["train"] + ONE + ["--data", data, "--checkpoint", self.path("ck3"), "--plot", link],
+                              "--plot"),
+                             (["cache", photos, "--input", "1x4x4", "-o", link, "--force"], "-o")):
+            with self.subTest(args=args):
+                r = run(args, self.tmp)
+                self.assert_refused(r, option + " " + link + " is a symbolic link")
+                self.assertTrue(os.path.islink(link))
+                self.assertEqual(read(target), kept)
+        self.assertFalse(os.path.exists(self.path("ck2")) or os.path.exists(self.path("ck3")))
+        # A link to a device stays a metrics file's way to a terminal or /dev/null.
+        os.symlink("/dev/null", self.path("null"))
+        r = run(["train"] + ONE + ["--data", data, "--checkpoint", self.path("ck4"), "--metrics", self.path("null")],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # The confusion matrix is locked as train's outputs are: a live writer of it is named.
+        plot = self.path("confusion.png")
+        with open(plot + ".lock", "w") as holder:
+            holder.write("lockstep pid 4242\n")
+            holder.flush()
+            fcntl.flock(holder, fcntl.LOCK_EX)
+            r = run(evaluate + [plot], self.tmp)
+            self.assert_refused(r, "--plot " + plot + " is being written by another lockstep run (process 4242")
+            self.assertFalse(os.path.exists(plot))
+        os.remove(plot + ".lock")
+        r = run(evaluate + [plot], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read(plot)[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertFalse(os.path.exists(plot + ".lock"))
 
     def test_a_checkpoints_saved_picture_path_is_never_written(self):
         data = self.path("data")

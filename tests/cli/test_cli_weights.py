@@ -6,10 +6,12 @@ where a state dict of the right names is needed).
 """
 import json
 import os
+import resource
 import struct
+import subprocess
 import unittest
 
-from test_cli_outputs import CliTestCase, ONE, read, run, write_idx, write_image_folder
+from test_cli_outputs import BIN, CliTestCase, ONE, read, run, write_idx, write_image_folder
 
 TV = ["--devices", "cpu", "--model", "tv-resnet18", "--input", "3x32x32", "--batch", "4", "--epochs", "1",
       "--lr", "0.01", "--test-fraction", "0.34", "--augment", "none"]
@@ -123,44 +125,86 @@ class CliWeights(CliTestCase):
         mean, std = json.loads(meta["input_mean"]), json.loads(meta["input_std"])
         self.assertEqual((len(mean), len(std)), (3, 3))
         self.assertNotEqual(mean, [0.485, 0.456, 0.406])  # the data's own, not ImageNet's
-        # --init from the export, on the same data: the classifier is kept, the input is reported, and
-        # ImageNet's normalisation (the default with --init) is named as another than the model's.
+        # --init from the export, on the same data: the classifier is kept and the input is reported.
         r = run(["train"] + TV + ["--data", photos, "--init", out, "--checkpoint", self.path("again")], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("initialised from %s: 102 tensors" % out, r.stdout)
         self.assertNotIn("re-initialised", r.stdout)
         self.assertIn("the file's model was trained on inputs 3x32x32, normalised with mean [", r.stdout)
-        self.assertIn("notice: this run's inputs are normalised with mean [0.485 0.456 0.406]", r.stderr)
 
-    def test_export_replaces_its_own_files_only_never_a_checkpoint_a_hand_written_list_or_a_link(self):
-        # Before: export replaced another run's training checkpoint, truncated a hand-written
-        # OUT.classes.txt and wrote through OUT.classes.txt when it was a link.
-        data = self.path("data")
-        write_idx(data, 64, 8, test_count=16)
-        ck, other = self.path("ck.safetensors"), self.path("other.safetensors")
-        for path in (ck, other):
-            r = run(["train"] + ONE + ["--data", data, "--checkpoint", path], self.tmp)
-            self.assertEqual(r.returncode, 0, r.stderr)
-        kept = read(other)
-        r = run(["export", ck, other], self.tmp)
-        self.assert_refused(r, "export's output " + other + " exists and is not a lockstep export", "--force")
-        self.assertEqual(read(other), kept)
-        notes = self.path("mine.classes.txt")
-        with open(notes, "w") as f:
-            f.write("my own notes\n")
-        r = run(["export", ck, self.path("mine.safetensors")], self.tmp)
-        self.assert_refused(r, "export's class names " + notes + " exists and is not the class names of the "
-                               "export " + self.path("mine.safetensors"), "--force")
-        self.assertEqual(read(notes), b"my own notes\n")
-        target = self.path("elsewhere.txt")
-        with open(target, "w") as f:
-            f.write("someone's file\n")
-        os.symlink(target, self.path("linked.classes.txt"))
-        for force in ([], ["--force"]):
-            r = run(["export"] + force + [ck, self.path("linked.safetensors")], self.tmp)
-            self.assert_refused(r, self.path("linked.classes.txt") + " is a symbolic link")
-        self.assertEqual(read(target), b"someone's file\n")
-        self.assertFalse(os.path.exists(self.path("mine.safetensors")))
+    def test_init_from_an_export_trains_with_its_normalisation_unless_told_otherwise(self):
+        # Before: the export's mean and std were shown, but the run normalised with ImageNet's (the
+        # default with --init) and saved those, with a notice that they were not the model's.
+        photos = self.photos()
+        ck, out = self.path("ck.safetensors"), self.path("out.safetensors")
+        r = run(["train"] + TV + ["--data", photos, "--normalize", "dataset", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(run(["export", ck, out], self.tmp).returncode, 0)
+        meta = read_metadata(out)
+        mean, std = json.loads(meta["input_mean"]), json.loads(meta["input_std"])
+        again = self.path("again.safetensors")
+        r = run(["train"] + TV + ["--data", photos, "--init", out, "--checkpoint", again], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("normalised as --init's file says its model was trained (%s; --normalize to change)" % out,
+                      r.stdout)
+        self.assertNotIn("ImageNet", r.stdout)
+        self.assertNotIn("notice: this run's inputs", r.stderr)
+        saved = read_metadata(again)
+        self.assertEqual(saved["extra.normalize"], "init")
+        values = json.loads(saved["extra.normalization"])
+        for got, want in ((values["mean"], mean), (values["std"], std)):
+            self.assertEqual(len(got), 3)
+            for g, w in zip(got, want):
+                self.assertAlmostEqual(g, w, places=6)
+        # An explicit other normalisation is honoured, with a notice; the saved values are its own.
+        other = self.path("imagenet.safetensors")
+        r = run(["train"] + TV + ["--data", photos, "--init", out, "--normalize", "imagenet", "--checkpoint", other],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("notice: this run's inputs are normalised with mean [0.485 0.456 0.406]", r.stderr)
+        self.assertEqual(read_metadata(other)["extra.normalize"], "imagenet")
+        # A file that says nothing of its normalisation: ImageNet's by default, and init cannot be asked.
+        plain = write_state_dict(self.path("plain.safetensors"), self.resnet18())
+        r = run(["train"] + TV + ["--data", photos, "--init", plain, "--checkpoint", self.path("tv.safetensors")],
+                self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("normalised with ImageNet's mean and std, which pretrained weights expect", r.stdout)
+        r = run(["train"] + TV + ["--data", photos, "--init", plain, "--normalize", "init", "--checkpoint",
+                                  self.path("none.safetensors")], self.tmp)
+        self.assert_refused(r, "--normalize init: --init " + plain + " says nothing of its model's normalisation")
+
+    def test_a_large_init_file_is_judged_by_its_header_before_any_data_is_read(self):
+        # Before: the whole file was read before any name was compared: a sparse 2 GiB file holding one
+        # unrelated tensor ended in "std::bad_alloc" under 3 GiB of address space (1 GB made 3.3 GB
+        # resident without a limit); a header claiming 3 GiB did too.
+        n = 512 << 20  # floats: 2 GiB of data, none of it on disk
+        big = self.path("big.safetensors")
+        header = json.dumps({"extra.weight": {"dtype": "F32", "shape": [n], "data_offsets": [0, 4 * n]}}).encode()
+        header += b" " * ((8 - len(header) % 8) % 8)
+        with open(big, "wb") as f:
+            f.write(struct.pack("<Q", len(header)) + header)
+            f.truncate(8 + len(header) + 4 * n)
+        huge_header = self.path("huge-header.safetensors")
+        with open(huge_header, "wb") as f:
+            f.write(struct.pack("<Q", 3 << 30))
+            f.truncate(8 + (3 << 30))
+
+        def limited():
+            resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+        for weights, needles in ((big, ["do not fit model 'tv-resnet18", "unexpected tensor extra.weight [536870912]"]),
+                                 (huge_header, ["a header of 3221225472 bytes, over the 100000000 bytes "
+                                                "safetensors allows"])):
+            with self.subTest(weights=weights):
+                r = subprocess.run([BIN, "train"] + TV + ["--data", self.photos(), "--init", weights, "--checkpoint",
+                                                          self.path("ck")], cwd=self.tmp, capture_output=True,
+                                   text=True, timeout=300, preexec_fn=limited)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn("pretrained weights " + weights, r.stderr)
+                for needle in needles:
+                    self.assertIn(needle, r.stderr)
+                self.assertNotIn("bad_alloc", r.stderr)
+                self.assertFalse(os.path.exists(self.path("ck")))
 
 
 if __name__ == "__main__":

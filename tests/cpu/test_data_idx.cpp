@@ -11,6 +11,7 @@
 using namespace lockstep;
 using namespace lockstep::data;
 using data_test::TempDir;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -53,9 +54,9 @@ TEST_CASE("Fashion-MNIST opens by content: 60000 + 10000 images of 28x28, 6000 p
 TEST_CASE("Fashion-MNIST pixels and labels equal what Python's gzip module reads", "[data][idx]") {
   const std::string dir = data_test::fashion_mnist_dir();
   auto train = read_idx_dataset(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz",
-                                idx_class_names(dir, 10));
+                                idx_class_names(dir, dir + "/train-labels-idx1-ubyte.gz", 10));
   auto test = read_idx_dataset(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz",
-                               idx_class_names(dir, 10));
+                               idx_class_names(dir, dir + "/t10k-labels-idx1-ubyte.gz", 10));
   // Computed independently with Python 3.11 on Debian's dataset-fashion-mnist:
   //   d = gzip.open('train-images-idx3-ubyte.gz').read(); sum(d[16:16+784])   -> 76247
   //   l = gzip.open('train-labels-idx1-ubyte.gz').read(); list(l[8:18])       -> [9, 0, 0, 3, 0, 2, 7, 2, 5, 5]
@@ -92,6 +93,51 @@ TEST_CASE("the default data set is the folder LOCKSTEP_FASHION_MNIST names, else
   REQUIRE(unsetenv("LOCKSTEP_FASHION_MNIST") == 0);
   CHECK(default_data_path() == "/usr/share/datasets/fashion-mnist");
   if (before) setenv("LOCKSTEP_FASHION_MNIST", saved.c_str(), 1);
+}
+
+// Before: the names came from the folder's path: a copy of Fashion-MNIST in
+// a folder without "fashion" in its name was labelled 0..9, and any other ten
+// classes in a folder with it in its name were labelled as clothes.
+TEST_CASE("idx: class names come from the files, never the folder's name", "[data][idx]") {
+  const std::vector<std::string> clothes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                            "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  const std::vector<std::string> digits = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+  const std::string fashion = data_test::fashion_mnist_dir();
+  TempDir root;
+  // Fashion-MNIST's own files, in a folder of another name (links: the same bytes).
+  const fs::path renamed = root.path() / "clothes";
+  fs::create_directories(renamed);
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                           "t10k-labels-idx1-ubyte.gz"})
+    fs::create_symlink(fs::path(fashion) / name, renamed / name);
+  DataSets sets = open_dataset(renamed.string());
+  CHECK(sets.train->class_names() == clothes);
+  CHECK(sets.test->class_names() == clothes);
+  CHECK(open_test_dataset(renamed.string(), {}, {}).test->class_names() == clothes);
+  // Ten classes of other labels in a folder named for Fashion-MNIST: digits.
+  const fs::path look_alike = root.path() / "fashion-mnist-copy";
+  fs::create_directories(look_alike);
+  auto images = data_test::idx_images(10, 2, 2, [](uint32_t i, uint32_t, uint32_t) { return i; });
+  for (const char* prefix : {"train", "t10k"}) {
+    data_test::write_gzip(look_alike / (std::string(prefix) + "-images-idx3-ubyte.gz"), images);
+    data_test::write_gzip(look_alike / (std::string(prefix) + "-labels-idx1-ubyte.gz"),
+                          data_test::idx_labels({9, 8, 7, 6, 5, 4, 3, 2, 1, 0}));
+  }
+  CHECK(open_dataset(look_alike.string()).train->class_names() == digits);
+  // classes.txt beside the files names them, one a line (CRLF too).
+  data_test::write_bytes(look_alike / "classes.txt", {'z', 'e', 'r', 'o', '\r', '\n', 'o', 'n', 'e', '\n'});
+  CHECK_THROWS_WITH(open_dataset(look_alike.string()),
+                    Catch::Contains("label 9 of sample 0 is out of range [0, 2)"));
+  std::string ten;
+  for (int c = 0; c < 10; ++c) ten += "class " + std::to_string(c) + "\n";
+  data_test::write_bytes(look_alike / "classes.txt", std::vector<uint8_t>(ten.begin(), ten.end()));
+  CHECK(open_dataset(look_alike.string()).train->class_names().back() == "class 9");
+  for (const std::string& bad : {std::string("a\n\nb\n"), std::string("a\nb\na\n"), std::string()}) {
+    INFO(bad);
+    data_test::write_bytes(look_alike / "classes.txt", std::vector<uint8_t>(bad.begin(), bad.end()));
+    CHECK_THROWS_WITH(open_dataset(look_alike.string()),
+                      Catch::Contains("class names file " + (look_alike / "classes.txt").string() + ": line"));
+  }
 }
 
 TEST_CASE("idx: gzip and raw files give the same data set", "[data][idx]") {

@@ -18,3 +18,15 @@ foreach(t IN LISTS _emulated_tests)
   set_tests_properties(emulated_cli.${t} PROPERTIES LABELS gpu TIMEOUT 900
     ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_EMU_DEVICES=2;PYTHONDONTWRITEBYTECODE=1")
 endforeach()
+
+# scripts/gpu-quick-sanitize (the sanitizer step of `scripts/gpu-check
+# quick`) on the emulated build's test binary, a stand-in playing
+# compute-sanitizer (tests/build/test_gpu_quick_sanitize.py).
+foreach(t test_each_spec_alternative_selects_a_test test_a_sanitizer_that_runs_the_tests_reports_each_tool_clean
+          test_a_sanitizer_that_runs_nothing_is_no_clean_run test_findings_fail_with_the_tools_summary
+          test_no_sanitizer_is_reported_not_found_for_each_tool test_no_time_left_is_reported_not_run)
+  add_test(NAME gpu_check.QuickSanitize.${t} COMMAND /usr/bin/python3
+           ${CMAKE_CURRENT_SOURCE_DIR}/build/test_gpu_quick_sanitize.py QuickSanitize.${t})
+  set_tests_properties(gpu_check.QuickSanitize.${t} PROPERTIES LABELS gpu TIMEOUT 900
+    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_GPU_TESTS=$<TARGET_FILE:lockstep_gpu_tests>;PYTHONDONTWRITEBYTECODE=1")
+endforeach()

@@ -30,3 +30,24 @@ foreach(t test_each_spec_alternative_selects_a_test test_a_sanitizer_that_runs_t
   set_tests_properties(gpu_check.QuickSanitize.${t} PROPERTIES LABELS gpu TIMEOUT 900
     ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_GPU_TESTS=$<TARGET_FILE:lockstep_gpu_tests>;PYTHONDONTWRITEBYTECODE=1")
 endforeach()
+
+# scripts/gpu-quick-loader (the loader step of `scripts/gpu-check quick`):
+# JPEGs, their cache, an epoch of each on 1 and 2 emulated devices
+# (tests/build/test_gpu_quick_loader.py).
+foreach(t test_one_emulated_device_reports_both_epochs test_two_emulated_devices_report_both_epochs
+          test_a_failed_run_is_reported_not_passed test_no_time_left_is_reported_not_run)
+  add_test(NAME gpu_check.QuickLoader.${t} COMMAND /usr/bin/python3
+           ${CMAKE_CURRENT_SOURCE_DIR}/build/test_gpu_quick_loader.py QuickLoader.${t})
+  set_tests_properties(gpu_check.QuickLoader.${t} PROPERTIES LABELS gpu TIMEOUT 900
+    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;PYTHONDONTWRITEBYTECODE=1")
+endforeach()
+
+# scripts/gpu-quick-finetune (the fine-tuning step of `scripts/gpu-check
+# quick`): tv-resnet18 frozen, then scaled, on 1 emulated device
+# (tests/build/test_gpu_quick_finetune.py; torch makes the state dict).
+foreach(t test_frozen_then_scaled_on_one_emulated_device test_no_time_left_is_reported_not_run)
+  add_test(NAME gpu_check.QuickFinetune.${t} COMMAND /usr/bin/python3
+           ${CMAKE_CURRENT_SOURCE_DIR}/build/test_gpu_quick_finetune.py QuickFinetune.${t})
+  set_tests_properties(gpu_check.QuickFinetune.${t} PROPERTIES LABELS gpu TIMEOUT 900
+    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;PYTHONDONTWRITEBYTECODE=1")
+endforeach()

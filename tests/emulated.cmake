@@ -19,35 +19,21 @@ foreach(t IN LISTS _emulated_tests)
     ENVIRONMENT "LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_EMU_DEVICES=2;PYTHONDONTWRITEBYTECODE=1")
 endforeach()
 
-# scripts/gpu-quick-sanitize (the sanitizer step of `scripts/gpu-check
-# quick`) on the emulated build's test binary, a stand-in playing
-# compute-sanitizer (tests/build/test_gpu_quick_sanitize.py).
-foreach(t test_each_spec_alternative_selects_a_test test_a_sanitizer_that_runs_the_tests_reports_each_tool_clean
-          test_a_sanitizer_that_runs_nothing_is_no_clean_run test_findings_fail_with_the_tools_summary
-          test_no_sanitizer_is_reported_not_found_for_each_tool test_no_time_left_is_reported_not_run)
-  add_test(NAME gpu_check.QuickSanitize.${t} COMMAND /usr/bin/python3
-           ${CMAKE_CURRENT_SOURCE_DIR}/build/test_gpu_quick_sanitize.py QuickSanitize.${t})
-  set_tests_properties(gpu_check.QuickSanitize.${t} PROPERTIES LABELS gpu TIMEOUT 900
-    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_GPU_TESTS=$<TARGET_FILE:lockstep_gpu_tests>;PYTHONDONTWRITEBYTECODE=1")
-endforeach()
-
-# scripts/gpu-quick-loader (the loader step of `scripts/gpu-check quick`):
-# JPEGs, their cache, an epoch of each on 1 and 2 emulated devices
-# (tests/build/test_gpu_quick_loader.py).
-foreach(t test_one_emulated_device_reports_both_epochs test_two_emulated_devices_report_both_epochs
-          test_a_failed_run_is_reported_not_passed test_no_time_left_is_reported_not_run)
-  add_test(NAME gpu_check.QuickLoader.${t} COMMAND /usr/bin/python3
-           ${CMAKE_CURRENT_SOURCE_DIR}/build/test_gpu_quick_loader.py QuickLoader.${t})
-  set_tests_properties(gpu_check.QuickLoader.${t} PROPERTIES LABELS gpu TIMEOUT 900
-    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;PYTHONDONTWRITEBYTECODE=1")
-endforeach()
-
-# scripts/gpu-quick-finetune (the fine-tuning step of `scripts/gpu-check
-# quick`): tv-resnet18 frozen, then scaled, on 1 emulated device
-# (tests/build/test_gpu_quick_finetune.py; torch makes the state dict).
-foreach(t test_frozen_then_scaled_on_one_emulated_device test_no_time_left_is_reported_not_run)
-  add_test(NAME gpu_check.QuickFinetune.${t} COMMAND /usr/bin/python3
-           ${CMAKE_CURRENT_SOURCE_DIR}/build/test_gpu_quick_finetune.py QuickFinetune.${t})
-  set_tests_properties(gpu_check.QuickFinetune.${t} PROPERTIES LABELS gpu TIMEOUT 900
-    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;PYTHONDONTWRITEBYTECODE=1")
+# The steps of `scripts/gpu-check quick` that run on the emulated build
+# (tests/build/test_gpu_quick_*.py): compute-sanitizer's four tools played by
+# a stand-in (sanitize), the loader's share of an epoch on 1 and 2 devices
+# (loader), tv-resnet18 frozen then scaled (finetune). Every `def test_*` of
+# each script is a test of its own.
+foreach(_step sanitize loader finetune)
+  set(_script ${CMAKE_CURRENT_SOURCE_DIR}/build/test_gpu_quick_${_step}.py)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_script})
+  file(STRINGS ${_script} _step_defs REGEX "^    def test_[A-Za-z0-9_]+\\(self\\):")
+  file(STRINGS ${_script} _step_class REGEX "^class [A-Za-z]+\\(unittest.TestCase\\):")
+  string(REGEX REPLACE "^class ([A-Za-z]+).*" "\\1" _step_class "${_step_class}")
+  foreach(_def IN LISTS _step_defs)
+    string(REGEX REPLACE "^    def (test_[A-Za-z0-9_]+)\\(self\\):.*" "\\1" _name "${_def}")
+    add_test(NAME gpu_check.${_step_class}.${_name} COMMAND /usr/bin/python3 ${_script} ${_step_class}.${_name})
+    set_tests_properties(gpu_check.${_step_class}.${_name} PROPERTIES LABELS gpu TIMEOUT 900
+      ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_BIN=$<TARGET_FILE:lockstep_cli>;LOCKSTEP_GPU_TESTS=$<TARGET_FILE:lockstep_gpu_tests>;PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
 endforeach()

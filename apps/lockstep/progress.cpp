@@ -130,6 +130,8 @@ void ProgressReporter::epoch(const EpochSummary& s) {
               static_cast<long long>(epochs_), s.train_loss, 100.0 * s.train_accuracy);
   if (s.has_test) std::printf(" | test loss %.4f acc %.2f%%", s.test.loss, 100.0 * s.test.accuracy);
   std::printf(" | %.0f img/s | %.1f s\n", s.images_per_second, s.seconds);
+  trained_seconds_ += s.seconds;
+  waited_seconds_ += s.data_wait_seconds;
   std::fflush(stdout);
   nlohmann::json j{{"type", "epoch"},
                    {"epoch", s.epoch + 1},
@@ -137,6 +139,7 @@ void ProgressReporter::epoch(const EpochSummary& s) {
                    {"train_accuracy", s.train_accuracy},
                    {"images_per_second", s.images_per_second},
                    {"seconds", s.seconds},
+                   {"data_wait_seconds", s.data_wait_seconds},
                    {"phases",
                     {{"data", s.phases.data},
                      {"forward", s.phases.forward},
@@ -148,6 +151,16 @@ void ProgressReporter::epoch(const EpochSummary& s) {
     j["test_accuracy"] = s.test.accuracy;
   }
   write_json(j.dump());
+}
+
+void ProgressReporter::data_wait_summary() {
+  if (trained_seconds_ <= 0.0 || waited_seconds_ <= data_wait_notice * trained_seconds_) return;
+  break_line();
+  std::fprintf(stderr,
+               "notice: the steps waited for data %.0f%% of the training time (%.1f s of %.1f s): the loader was the "
+               "bottleneck; give it more threads with --threads (now %d), or decode the images once with "
+               "`lockstep cache`\n",
+               100.0 * waited_seconds_ / trained_seconds_, waited_seconds_, trained_seconds_, loader_threads_);
 }
 
 void ProgressReporter::per_class_table(const Evaluation& e, const std::vector<std::string>& names) {

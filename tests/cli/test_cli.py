@@ -678,38 +678,36 @@ class Cli(unittest.TestCase):
         self.assertEqual(lines[9]["image"], self.path("missing.jpg"))
         self.assertIn("missing.jpg", lines[9]["error"])
 
-    def test_fine_tuning_an_export_on_five_other_classes_beats_as_many_steps_from_scratch(self):
-        # tv-resnet18 trained on five Fashion-MNIST classes, exported, then
-        # trained for 20 steps on the other five (40 images each): from the
-        # export, with the backbone frozen or not, it beats 20 steps from
-        # scratch. One run of each is a noisy experiment: after 20 steps from
-        # scratch the accuracy hangs on the seed and on the machine's
-        # rounding (seed 3 gave 42.2% on an Intel Xeon with OpenBLAS's
-        # AVX-512 kernels and 54.6-59.6% with OPENBLAS_CORETYPE=Prescott,
-        # where fine-tuning gave 57.6% and 55.8%). So each arm runs with seeds
-        # 1, 2 and 3 (the new classifier's initialisation and the data order)
-        # and the medians are compared. Measured on that Xeon, seeds 1-5: from
-        # scratch 25-51% (median 42), fine-tuned 52-58% (56), frozen 50-59%
-        # (53).
-        # What this does not yet show is transfer: from an export whose
-        # backbone never trained (one step at lr 1e-12), seeds 1-3 gave 51.8%
-        # fine-tuned and 59.4% frozen (medians), so at this scale the margin
-        # over scratch is mostly the scratch arm's bad luck; and with
-        # OPENBLAS_CORETYPE=Prescott the fine-tuned median was 49.2% against
-        # 47.0% from scratch. A test that isolates the learned features (more
-        # data and steps, the untrained export as the control) is still owed.
+    def test_fine_tuning_an_export_beats_as_many_steps_from_scratch_or_from_an_untrained_export(self):
+        # tv-resnet18 trained on all ten Fashion-MNIST classes (250 images
+        # each, 3 epochs), exported, then trained for 20 steps on five of them
+        # (40 images each, the five hardest to tell apart) with a new 5-class
+        # classifier: from the export, with the backbone frozen or not, it
+        # beats 20 steps from scratch, and 20 steps from an export of the same
+        # architecture whose backbone never trained (one step at lr 1e-12),
+        # the control that isolates what the backbone learned. Each arm runs
+        # with seeds 1, 2 and 3 (the new classifier's initialisation and the
+        # data order) and the medians are compared: one run is a noisy
+        # experiment (20 steps from scratch gave 24-60% with seeds 1-5 and
+        # OpenBLAS's kernel choice on one Xeon). The earlier version of this
+        # test pretrained on the other five classes, where the features
+        # transferred too weakly to beat the untrained control.
         self.need_pil()
-        five, other = self.path("five"), self.path("other")
-        write_fashion_classes(five, "train", [0, 1, 5, 7, 8], 500)
-        write_fashion_classes(os.path.join(other, "train"), "train", [2, 3, 4, 6, 9], 40)
-        write_fashion_classes(os.path.join(other, "test"), "t10k", [2, 3, 4, 6, 9], 100)
+        ten, other = self.path("ten"), self.path("other")
+        hard = [2, 3, 4, 6, 9]  # Pullover, Dress, Coat, Shirt, Ankle boot
+        write_fashion_classes(ten, "train", list(range(10)), 250)
+        write_fashion_classes(os.path.join(other, "train"), "train", hard, 40)
+        write_fashion_classes(os.path.join(other, "test"), "t10k", hard, 100)
         base = ["train", "--devices", "cpu", "--model", "tv-resnet18", "--input", "1x28x28", "--augment", "none"]
-        pretrained = self.path("five.safetensors")
-        r = run(base + ["--seed", "3", "--data", five, "--epochs", "3", "--batch", "32", "--lr", "0.05",
-                        "--checkpoint", pretrained], self.tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        weights = self.path("five-tv.safetensors")
-        self.assertEqual(run(["export", pretrained, weights], self.tmp).returncode, 0)
+        exports = {}
+        for name, args in [("trained", ["--epochs", "3", "--lr", "0.05"]),
+                           ("untrained", ["--epochs", "1", "--limit", "32", "--lr", "1e-12"])]:
+            ck = self.path(name + ".safetensors")
+            r = run(base + ["--seed", "3", "--data", ten, "--batch", "32", "--checkpoint", ck] + args, self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            exports[name] = self.path(name + "-tv.safetensors")
+            self.assertEqual(run(["export", ck, exports[name]], self.tmp).returncode, 0)
+        weights = exports["trained"]
 
         def fine_tune(name, seed, *args):
             ck = self.path("%s-%d.safetensors" % (name, seed))
@@ -720,20 +718,21 @@ class Cli(unittest.TestCase):
             return r, ck, accuracy
 
         seeds = (1, 2, 3)
-        scratch, tuned, frozen = [], [], []
+        scratch, tuned, frozen, control = [], [], [], []
         for seed in seeds:
             scratch.append(fine_tune("scratch", seed, "--lr", "0.02")[2])
             r, _, accuracy = fine_tune("tuned", seed, "--lr", "0.02", "--init", weights)
             tuned.append(accuracy)
-            # As many classes as the export, but others: the classifier starts afresh.
-            self.assertIn("the classifier fc was re-initialised: the file's 5 classes are others (Bag, Sandal, "
-                          "Sneaker, T-shirt, Trouser)", r.stdout)
+            self.assertIn("the classifier fc was re-initialised", r.stdout)
+            control.append(fine_tune("control", seed, "--lr", "0.02", "--init", exports["untrained"])[2])
             r, frozen_ck, accuracy = fine_tune("frozen", seed, "--lr", "0.1", "--init", weights, "--freeze-backbone")
             frozen.append(accuracy)
             self.assertIn("backbone frozen: the classifier alone trains", r.stdout)
-        said = "accuracy over seeds %s: from scratch %s, fine-tuned %s, frozen %s" % (seeds, scratch, tuned, frozen)
-        self.assertGreater(statistics.median(tuned), statistics.median(scratch) + 5.0, said)
-        self.assertGreater(statistics.median(frozen), statistics.median(scratch) + 5.0, said)
+        said = "accuracy over seeds %s: from scratch %s, fine-tuned %s, frozen %s, from the untrained export %s" % (
+            seeds, scratch, tuned, frozen, control)
+        for arm in (tuned, frozen):
+            self.assertGreater(statistics.median(arm), statistics.median(scratch) + 5.0, said)
+            self.assertGreater(statistics.median(arm), statistics.median(control) + 5.0, said)
         frozen = frozen[-1]  # the last frozen run's, whose checkpoint is frozen_ck
 
         # Frozen: every tensor but the classifier is the export's, running statistics included.

@@ -12,8 +12,7 @@ namespace lockstep {
 LS_HD float bn_inv_std(float var, float eps) { return 1.0f / sqrtf(var + eps); }
 
 // Batch statistics from one pass over a channel's `count` values: the sums of
-// d = x - shift and d * d in double, `shift` a value near the mean: one of
-// the channel's own values (the CUDA kernel) or a first mean (the CPU loop).
+// d = x - shift and d * d in double, `shift` one of the channel's own values.
 // var = E[d^2] - E[d]^2 then cancels only (mean - shift)^2, so its relative
 // error grows as 2^-53 * (mean - shift)^2 / var (times the summation's own
 // growth): below float's 2^-24 while that one value lies within about 10^3

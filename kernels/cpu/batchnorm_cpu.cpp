@@ -14,33 +14,23 @@ namespace lockstep::cpu {
 void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
                            float* var, float* inv_std) {
   const int64_t count = n * spatial;
-  // Two passes over a channel, each in float lanes that join doubles per
-  // plane (lane_sums.h): a first mean, then the sums of d = x - that mean and
-  // of d * d, which give the mean and variance (bn_shifted_moments). The
-  // first mean carries the float lanes' rounding (large when mean >> std);
-  // d is exact near it, so the second pass corrects the mean, and the
-  // variance cancels only that small error squared. Summing in double one
-  // value at a time left this a chain of dependent scalar adds, the largest
-  // of the step's own loops; a channel's planes (n * spatial floats, 256 KB
-  // for resnet20 at batch 64) are still in cache for the second pass.
   parallel_items(channels, 2 * count, [&](int64_t c) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const float* plane = x + (i * channels + c) * spatial;
-      add_lane_sums<1>(spatial, [plane](int64_t j) { return std::array<float, 1>{plane[j]}; }, &sum);
+      for (int64_t j = 0; j < spatial; ++j) sum += plane[j];
     }
-    const float shift = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
-    double sums[2] = {0.0, 0.0};  // of d and d * d
+    const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
+    double squares = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const float* plane = x + (i * channels + c) * spatial;
-      add_lane_sums<2>(spatial, [plane, shift](int64_t j) {
-        const float d = plane[j] - shift;
-        return std::array<float, 2>{d, d * d};
-      }, sums);
+      for (int64_t j = 0; j < spatial; ++j) {
+        const double d = plane[j] - m;
+        squares += d * d;
+      }
     }
-    const BnMoments m = bn_shifted_moments(sums[0], sums[1], static_cast<double>(count), shift);
-    mean[c] = static_cast<float>(m.mean);
-    var[c] = static_cast<float>(m.var);
+    mean[c] = static_cast<float>(m);
+    var[c] = count > 0 ? static_cast<float>(squares / static_cast<double>(count)) : 0.0f;
     inv_std[c] = bn_inv_std(var[c], eps);
   });
 }

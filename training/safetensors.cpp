@@ -249,14 +249,14 @@ SafetensorsReader::SafetensorsReader(const std::string& path, bool any_dtype) : 
   LS_CHECK(!std::filesystem::exists(status) || std::filesystem::is_regular_file(status), path,
            " is not a regular file (a device, FIFO or socket), not a safetensors file");
   // O_NONBLOCK: a FIFO put in its place since the check above does not block the open.
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  LS_CHECK(fd_ >= 0, "cannot open ", path, ": ", std::strerror(errno));
+  file_.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  LS_CHECK(file_.fd >= 0, "cannot open ", path, ": ", std::strerror(errno));
   struct stat st {};
-  LS_CHECK(::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode), path, " is not a regular file, not a safetensors file");
+  LS_CHECK(::fstat(file_.fd, &st) == 0 && S_ISREG(st.st_mode), path, " is not a regular file, not a safetensors file");
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   unsigned char size_bytes[8];
   LS_CHECK(file_size >= 8, path, " is truncated: ", file_size, " bytes, shorter than the 8-byte header length");
-  read_at(fd_, size_bytes, 8, 0, path, "the header length");
+  read_at(file_.fd, size_bytes, 8, 0, path, "the header length");
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | size_bytes[i];
   LS_CHECK(header_size <= file_size - 8, path, " is truncated or not a safetensors file: a header of ", header_size,
@@ -269,7 +269,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path, bool any_dtype) : 
   json header;
   try {
     std::string text(header_size, '\0');
-    read_at(fd_, text.data(), header_size, 8, path, "the header");
+    read_at(file_.fd, text.data(), header_size, 8, path, "the header");
     header = parse_without_repeated_keys(text, path);
   } catch (const std::bad_alloc&) {
     LS_FAIL(path, ": its header of ", header_size, " bytes does not fit in the memory available");
@@ -307,9 +307,11 @@ SafetensorsReader::SafetensorsReader(const std::string& path, bool any_dtype) : 
            previous ? " (" + previous->name + ")" : "", " belong to no tensor");
 }
 
-SafetensorsReader::~SafetensorsReader() {
-  if (fd_ >= 0) ::close(fd_);
+SafetensorsReader::OpenFile::~OpenFile() {
+  if (fd >= 0) ::close(fd);
 }
+
+SafetensorsReader::~SafetensorsReader() = default;
 
 HostTensor SafetensorsReader::read(const SafetensorsEntry& e) const {
   HostTensor t{e.shape, {}, e.dtype};
@@ -320,11 +322,11 @@ HostTensor SafetensorsReader::read(const SafetensorsEntry& e) const {
   try {
     t.values.resize(static_cast<size_t>(e.shape.numel()));
     if (!half) {
-      read_at(fd_, t.values.data(), bytes, data_start_ + e.begin, path_, what);
+      read_at(file_.fd, t.values.data(), bytes, data_start_ + e.begin, path_, what);
       return t;
     }
     std::vector<uint16_t> raw(t.values.size());
-    read_at(fd_, raw.data(), bytes, data_start_ + e.begin, path_, what);
+    read_at(file_.fd, raw.data(), bytes, data_start_ + e.begin, path_, what);
     for (size_t i = 0; i < raw.size(); ++i) {
       if (e.dtype == "BF16") {
         const uint32_t bits = uint32_t(raw[i]) << 16;

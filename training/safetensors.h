@@ -69,8 +69,18 @@ public:
   HostTensor read(const SafetensorsEntry& entry) const;
 
 private:
+  // The open file, closed when the reader goes and also when its constructor
+  // throws after opening it (a throwing constructor runs its members'
+  // destructors, not its own: the fuzzer met the descriptors it leaked).
+  struct OpenFile {
+    int fd = -1;
+    OpenFile() = default;
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+    ~OpenFile();
+  };
   std::string path_;
-  int fd_ = -1;
+  OpenFile file_;
   uint64_t data_start_ = 0;
   std::map<std::string, std::string> metadata_;
   std::vector<SafetensorsEntry> entries_;

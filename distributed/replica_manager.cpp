@@ -425,10 +425,11 @@ bool ReplicaManager::replicas_identical() {
     Model& m = *replicas_[r]->model;
     auto p = bytes_of(m.arenas().params), v = bytes_of(m.arenas().momentum), s = bytes_of(m.state_arena()),
          a = second(m);
-    if (std::memcmp(p.data(), p0.data(), p.size() * 4) || std::memcmp(v.data(), v0.data(), v.size() * 4) ||
-        std::memcmp(s.data(), s0.data(), s.size() * 4) || a.size() != a0.size() ||
-        std::memcmp(a.data(), a0.data(), a.size() * 4))
-      return false;
+    // An empty buffer's data() may be null, which memcmp must not be given.
+    const auto differ = [](const std::vector<float>& x, const std::vector<float>& y) {
+      return x.size() != y.size() || (!x.empty() && std::memcmp(x.data(), y.data(), x.size() * 4) != 0);
+    };
+    if (differ(p, p0) || differ(v, v0) || differ(s, s0) || differ(a, a0)) return false;
   }
   return true;
 }

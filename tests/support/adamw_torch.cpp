@@ -47,7 +47,7 @@ void require_close(const std::vector<float>& got, const HostTensor& want, const 
 
 }  // namespace
 
-void replay_torch_adamw(Context& ctx, const AdamwReplay& how) {
+int replay_torch_adamw(Context& ctx, const AdamwReplay& how) {
   const std::vector<std::string> names = split(references().metadata.at("tensors"));
   const std::vector<std::string> lrs = split(references().metadata.at("lrs"));
   std::vector<ParamSpec> specs;
@@ -108,6 +108,7 @@ void replay_torch_adamw(Context& ctx, const AdamwReplay& how) {
       REQUIRE_FALSE(arenas.params_bf16_stale);
     }
   }
+  return static_cast<int>(lrs.size());
 }
 
 }  // namespace lockstep::testing

@@ -13,7 +13,7 @@ struct AdamwReplay {
   bool rates_on_device = false;  // lr and step read from device memory, as in a replayed CUDA graph (GPU only)
 };
 
-// REQUIREs every step against PyTorch's.
-void replay_torch_adamw(Context& ctx, const AdamwReplay& how);
+// REQUIREs every step against PyTorch's; returns how many steps were compared.
+int replay_torch_adamw(Context& ctx, const AdamwReplay& how);
 
 }  // namespace lockstep::testing

@@ -15,38 +15,45 @@ foreach(t OptionalPackages.test_a_broken_onednn_package_is_left_out_with_a_notic
     ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR};LOCKSTEP_CMAKE=${CMAKE_COMMAND}")
 endforeach()
 
+# Each test of a Python unittest class in tests/build/SCRIPT as the ctest test
+# build.CLASS.TEST: labelled build (the ordinary stage alone runs them), the
+# source folder in LOCKSTEP_SOURCE_DIR.
+function(lockstep_build_unittests script class)
+  foreach(t ${ARGN})
+    add_test(NAME build.${class}.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/build/${script} ${class}.${t})
+    set_tests_properties(build.${class}.${t} PROPERTIES LABELS build TIMEOUT 60
+      ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  endforeach()
+endfunction()
+
 # scripts/stage-budget, which scripts/test runs as each stage ends.
-foreach(t test_a_stage_within_its_share_passes test_a_stage_over_its_share_fails_naming_its_slowest_tests_first
-          test_the_shares_sum_to_forty_minutes_and_every_stage_has_one test_off_turns_the_check_off)
-  add_test(NAME build.StageBudget.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/build/test_stage_budget.py
-           StageBudget.${t})
-  set_tests_properties(build.StageBudget.${t} PROPERTIES LABELS build TIMEOUT 60
-    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
-endforeach()
+lockstep_build_unittests(test_stage_budget.py StageBudget
+  test_a_stage_within_its_share_passes test_a_stage_over_its_share_fails_naming_its_slowest_tests_first
+  test_the_shares_sum_to_forty_minutes_and_every_stage_has_one test_off_turns_the_check_off)
 
 # What docs/architecture.md says of the sources (the layer table's includes,
 # the cuda/ halves, include loops, file sizes, emu/, the batch slice's
 # formula), checked on the sources; each rule also on a planted violation.
-foreach(t test_the_page_has_a_layer_table_with_an_includes_column
-          test_no_include_goes_against_the_layer_table test_a_planted_upward_or_sideways_include_fails_naming_it
-          test_no_file_of_a_layer_includes_its_cuda_half_from_outside_it
-          test_a_planted_include_of_the_cuda_half_fails_naming_it
-          test_the_only_include_loops_are_the_known_ones test_a_planted_loop_fails_naming_its_includes
-          test_no_product_source_is_over_600_lines test_a_planted_long_source_fails_naming_it
-          test_emu_includes_what_the_page_says test_a_planted_emu_include_fails_naming_it
-          test_the_page_gives_the_slice_formula_the_unit_test_checks test_a_page_with_another_slice_formula_fails)
-  add_test(NAME build.SourceRules.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/build/test_source_rules.py
-           SourceRules.${t})
-  set_tests_properties(build.SourceRules.${t} PROPERTIES LABELS build TIMEOUT 60
-    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
-endforeach()
+lockstep_build_unittests(test_source_rules.py SourceRules
+  test_the_page_has_a_layer_table_with_an_includes_column
+  test_no_include_goes_against_the_layer_table test_a_planted_upward_or_sideways_include_fails_naming_it
+  test_no_file_of_a_layer_includes_its_cuda_half_from_outside_it
+  test_a_planted_include_of_the_cuda_half_fails_naming_it
+  test_the_only_include_loops_are_the_known_ones test_a_planted_loop_fails_naming_its_includes
+  test_no_product_source_is_over_600_lines test_a_planted_long_source_fails_naming_it
+  test_emu_includes_what_the_page_says test_a_planted_emu_include_fails_naming_it
+  test_the_page_gives_the_slice_formula_the_unit_test_checks test_a_page_with_another_slice_formula_fails)
 
 # The library's environment variables: read in base/environment.cpp alone,
 # and listed in docs/building.md as its table names them.
-foreach(t test_only_the_one_reader_reads_lockstep_variables test_a_planted_read_fails_naming_it
-          test_the_docs_list_exactly_the_table test_a_variable_missing_from_the_docs_fails)
-  add_test(NAME build.Environment.${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/build/test_environment.py
-           Environment.${t})
-  set_tests_properties(build.Environment.${t} PROPERTIES LABELS build TIMEOUT 60
-    ENVIRONMENT "LOCKSTEP_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
-endforeach()
+lockstep_build_unittests(test_environment.py Environment
+  test_only_the_one_reader_reads_lockstep_variables test_a_planted_read_fails_naming_it
+  test_the_docs_list_exactly_the_table test_a_variable_missing_from_the_docs_fails)
+
+# How many of the program's files name each `lockstep train` setting (at
+# most three, but the listed run-control ones, whose list only shrinks).
+lockstep_build_unittests(test_setting_files.py SettingFiles
+  test_the_fields_are_read test_no_setting_is_named_in_more_than_three_files_but_the_listed
+  test_the_list_of_wider_settings_only_shrinks
+  test_a_planted_use_in_a_fourth_file_fails_naming_the_setting_and_files
+  test_a_comment_or_message_naming_a_setting_is_not_a_use test_a_listed_setting_that_narrows_must_leave_the_list)

@@ -60,6 +60,13 @@ public:
     entry_.check = std::move(check);
     return *this;
   }
+  // The value for the machine when not given (SettingEntry::machine_default):
+  // `value(settings, device)` returns it.
+  template <typename Value>
+  SettingDeclaration& defaulted(Value value) {
+    entry_.machine_default = [field = field_, value](TrainSettings& s, Device device) { s.*field = value(s, device); };
+    return *this;
+  }
   template <typename Note>
   SettingDeclaration& noted(Note note) {
     entry_.start_note = std::move(note);

@@ -57,6 +57,10 @@ struct SettingEntry {
   std::function<void(const TrainSettings&)> check;
   // The start report's lines about the setting, when it has any to say.
   std::function<void(const TrainSettings&)> start_note;
+  // Sets the value for the machine when the flag was neither given nor taken
+  // from a checkpoint (apply_defaults), from the settled settings and the
+  // device the first replica runs on; unset, the field's initial value stays.
+  std::function<void(TrainSettings&, Device)> machine_default;
 
   // The name the processes' agreement gives the setting.
   const std::string& agreement_label() const { return agreement_name.empty() ? flag : agreement_name; }

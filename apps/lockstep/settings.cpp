@@ -7,37 +7,8 @@
 #include <utility>
 
 #include "base/error.h"
-#include "runtime/memory_format_option.h"
 
 namespace lockstep::app {
-
-void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled) {
-  auto set = [&](const char* flag, auto& field, auto value) {
-    if (!settled.contains(flag)) field = value;
-  };
-  if (!settled.contains("--memory-format"))  // the library's rule, for what this run trains with
-    s.memory_format = default_memory_format(s.precision, device);
-  // AdamW's, as timm's: SGD's rates would make it diverge.
-  const bool adamw = s.optimizer == "adamw";
-  if (adamw) set("--weight-decay", s.weight_decay, 0.05f);
-  if (device.is_cuda()) {
-    set("--model", s.model, std::string("resnet18"));
-    set("--epochs", s.epochs, int64_t(15));
-    set("--batch", s.batch, int64_t(512));
-    set("--lr", s.lr, adamw ? 1e-3f : 0.2f);
-    set("--warmup-epochs", s.warmup_epochs, 1.0);
-    set("--augment", s.augment, std::string("crop-flip"));
-  } else {
-    // small-cnn (batch norm, 'same' convolutions, pooling before BN): about
-    // half simple-cnn's step time and past 90% on Fashion-MNIST by its third
-    // epoch; 5 cosine epochs end near 91.5% in under 4 minutes on 2 cores.
-    set("--model", s.model, std::string("small-cnn"));
-    set("--epochs", s.epochs, int64_t(5));
-    set("--batch", s.batch, int64_t(64));
-    set("--lr", s.lr, adamw ? 1e-3f : 0.05f);
-    set("--augment", s.augment, std::string("none"));
-  }
-}
 
 AdamBetas parse_betas(const std::string& text) {
   const auto comma = text.find(',');

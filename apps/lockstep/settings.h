@@ -40,7 +40,7 @@ struct TrainSettings {
   bool nesterov = false;        // SGD's
   AdamBetas betas;              // AdamW's
   float eps = 1e-8f;            // AdamW's
-  // Not given: 5e-4 under SGD, 0.05 under AdamW (apply_defaults).
+  // Not given: 5e-4 under SGD, 0.05 under AdamW (its table entry).
   float weight_decay = 5e-4f;
   float clip_grad_norm = 0.0f;  // 0: no gradient clipping
   float label_smoothing = 0.0f; // e in [0, 1): train towards (1 - e) onehot + e / classes
@@ -111,22 +111,13 @@ struct TrainSettings {
   Precision precision = Precision::tf32;
   // nchw or nhwc (runtime/memory_format_option.h): how the activations lie
   // (ContextOptions::memory_format); the weights, checkpoints and
-  // predictions do not change. Not given, apply_defaults sets the library's
+  // predictions do not change. Not given, its table entry sets the library's
   // default for the precision and device (default_memory_format: nhwc for
   // bf16 on a GPU, nchw otherwise). Saved as resolved, so --resume continues
   // in the same format.
   MemoryFormat memory_format = MemoryFormat::nchw;
   GivenFlags given;  // the flags on the command line
 };
-
-// Fills the settings the user did not give with the defaults for the machine
-// the first replica runs on (`device`): on a GPU resnet18 with a cosine
-// schedule; on the CPU small-cnn, sized so that the no-argument run finishes
-// within minutes on two cores. The memory format follows the settled
-// precision, so the checkpoint and the check at the end of settling see the
-// format that trains.
-// `settled`: the flags given or taken from a checkpoint (from_metadata).
-void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled);
 
 // --betas "B1,B2": each a number in [0, 1), or an Error naming the flag and the text.
 AdamBetas parse_betas(const std::string& text);

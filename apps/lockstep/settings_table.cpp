@@ -13,6 +13,7 @@
 #include "base/printable.h"
 #include "data/loader_threads.h"
 #include "layers/models.h"
+#include "runtime/memory_format_option.h"
 #include "setting_declaration.h"
 #include "whole_number.h"
 #include "training/file_checksum.h"
@@ -52,6 +53,16 @@ void note_backbone(const S& s) {
                  s.backbone_lr_scale);
 }
 
+// Mixup and CutMix as the run takes them.
+void note_mixing(const S& s) {
+  if (s.mixup > 0.0 || s.cutmix > 0.0)
+    std::printf("mixing batches: mixup %g, cutmix %g, a batch mixed with probability %g%s\n", s.mixup, s.cutmix,
+                s.mixup_prob,
+                s.mixup > 0.0 && s.cutmix > 0.0
+                    ? (", cutmix chosen with probability " + std::to_string(s.mixup_switch_prob)).c_str()
+                    : "");
+}
+
 // AdamW's hyper-parameters as the run takes them (its defaults are not SGD's).
 void note_optimizer(const S& s) {
   if (s.optimizer == "adamw")
@@ -73,6 +84,10 @@ std::vector<SettingEntry> declare_settings() {
                       "mlp, simple-cnn, resnet18, resnet20, resnet50, vgg11-bn, vgg16, vgg16-bn, vgg-f or deep-cnn "
                       "(CIFAR-sized variants), or torchvision's ImageNet architectures exactly, for --init: "
                       "tv-resnet18, tv-resnet34, tv-resnet50, tv-vgg16 or tv-vgg16-bn")
+                  // small-cnn (batch norm, 'same' convolutions, pooling before BN): about half
+                  // simple-cnn's step time and past 90% on Fashion-MNIST by its third epoch; 5
+                  // cosine epochs end near 91.5% in under 4 minutes on 2 cores.
+                  .defaulted([](const S&, Device d) { return std::string(d.is_cuda() ? "resnet18" : "small-cnn"); })
                   .checked(check_model));
   // Not saved; compared by the weights' contents (the path may differ
   // between hosts): a process that read other weights would train another
@@ -85,11 +100,13 @@ std::vector<SettingEntry> declare_settings() {
                              [](const S& s) { return s.init.empty() ? "none" : file_checksum(s.init); }));
   t.push_back(setting(&S::epochs, "--epochs", "epochs to train")
                   .validated(count, CLI::PositiveNumber)
+                  .defaulted([](const S&, Device d) { return int64_t(d.is_cuda() ? 15 : 5); })
                   .saved("epochs")
                   .agreed()
                   .checked([](const S& s) { LS_CHECK(s.epochs >= 1, "--epochs must be at least 1, got ", s.epochs); }));
   t.push_back(setting(&S::batch, "--batch", "global mini-batch size")
                   .validated(count, CLI::PositiveNumber)
+                  .defaulted([](const S&, Device d) { return int64_t(d.is_cuda() ? 512 : 64); })
                   .saved("batch", OnResume::epoch_shape)
                   .agreed("--batch (the global batch)")
                   .checked([](const S& s) {
@@ -102,7 +119,7 @@ std::vector<SettingEntry> declare_settings() {
                              "--batch (global) and --batch-per-device (per replica) say the same thing twice: give "
                              "one of them");
                   }));
-  // Read before the settings below: the defaults of --lr and --weight-decay follow it (apply_defaults).
+  // Settled before any default is applied: those of --lr and --weight-decay follow it.
   t.push_back(setting(&S::optimizer, "--optimizer",
                       "sgd (with --momentum, --nesterov) or adamw (PyTorch's AdamW, with --betas, --eps and "
                       "decoupled --weight-decay; its defaults --lr 1e-3 and --weight-decay 0.05, as timm's); "
@@ -133,6 +150,8 @@ std::vector<SettingEntry> declare_settings() {
   t.push_back(setting(&S::lr, "--lr",
                       "base learning rate (default: 0.05 on the CPU, 0.2 on GPUs; 1e-3 with --optimizer adamw)")
                   .validated(CLI::PositiveNumber)
+                  // AdamW's as timm's: SGD's rates would make it diverge.
+                  .defaulted([](const S& s, Device d) { return s.optimizer == "adamw" ? 1e-3f : d.is_cuda() ? 0.2f : 0.05f; })
                   .saved("lr")
                   .agreed("--lr (as scaled)")
                   .checked([](const S& s) {
@@ -191,12 +210,15 @@ std::vector<SettingEntry> declare_settings() {
                       "convolutions on a GPU); the weights, checkpoints and predictions are the same. Default: "
                       "nhwc for --precision bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
                   .validated(CLI::IsMember({"nchw", "nhwc"}))
+                  // The library's rule, for what this run trains with.
+                  .defaulted([](const S& s, Device d) { return default_memory_format(s.precision, d); })
                   .saved("memory_format")
                   .agreed());
   t.push_back(setting(&S::weight_decay, "--weight-decay",
                       "on conv/linear weights, not biases and batch-norm parameters (as timm); SGD adds wd*w to "
                       "the gradient, AdamW decays w by lr*wd (default 5e-4; 0.05 with --optimizer adamw)")
                   .validated(CLI::NonNegativeNumber)
+                  .defaulted([](const S& s, Device) { return s.optimizer == "adamw" ? 0.05f : s.weight_decay; })
                   .saved("weight_decay")
                   .agreed()
                   .checked([](const S& s) {
@@ -233,7 +255,8 @@ std::vector<SettingEntry> declare_settings() {
                   .checked([](const S& s) {
                     LS_CHECK(s.mixup >= 0.0 && std::isfinite(s.mixup), "--mixup ", s.mixup,
                              ": expected a number >= 0 (0: off)");
-                  }));
+                  })
+                  .noted(note_mixing));
   t.push_back(setting(&S::cutmix, "--cutmix",
                       "A >= 0: paste a box of each training batch's reverse into it, of area about 1 - lam with "
                       "lam from Beta(A, A), and weigh the labels by the areas (timm's --cutmix; DeiT: 1.0). 0: off")
@@ -302,6 +325,7 @@ std::vector<SettingEntry> declare_settings() {
                   .read_in_own_words());
   t.push_back(setting(&S::warmup_epochs, "--warmup-epochs", "linear warmup")
                   .validated(CLI::NonNegativeNumber)
+                  .defaulted([](const S& s, Device d) { return d.is_cuda() ? 1.0 : s.warmup_epochs; })
                   .saved("warmup_epochs")
                   .agreed()
                   .checked([](const S& s) {
@@ -329,6 +353,7 @@ std::vector<SettingEntry> declare_settings() {
                       "torchvision's ImageNet training; image folders then keep their aspect ratio, and "
                       "eval and predict take the centred 87.5%)")
                   .validated(CLI::IsMember({"none", "crop-flip", "random-resized-crop"}))
+                  .defaulted([](const S&, Device d) { return std::string(d.is_cuda() ? "crop-flip" : "none"); })
                   .saved("augment", OnResume::another_run)
                   .agreed()
                   .checked([](const S& s) {
@@ -447,6 +472,11 @@ std::vector<SettingEntry> declare_settings() {
 const std::vector<SettingEntry>& train_setting_table() {
   static const std::vector<SettingEntry> table = declare_settings();
   return table;
+}
+
+void apply_defaults(TrainSettings& s, Device device, const GivenFlags& settled) {
+  for (const SettingEntry& e : train_setting_table())
+    if (e.machine_default && !settled.contains(e.flag)) e.machine_default(s, device);
 }
 
 }  // namespace lockstep::app

@@ -41,12 +41,6 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
     std::printf("training batches are augmented by the loader's threads and cross to the GPU%s as floats "
                 "(%s)\n", devices.size() == 1 ? "" : "s",
                 mixes_batches(s) ? "mixup and CutMix mix the whole float batch there" : "--augment-on cpu");
-  if (mixes_batches(s))
-    std::printf("mixing batches: mixup %g, cutmix %g, a batch mixed with probability %g%s\n", s.mixup, s.cutmix,
-                s.mixup_prob,
-                s.mixup > 0.0 && s.cutmix > 0.0
-                    ? (", cutmix chosen with probability " + std::to_string(s.mixup_switch_prob)).c_str()
-                    : "");
   std::fflush(stdout);
 }
 

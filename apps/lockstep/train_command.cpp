@@ -20,6 +20,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "preflight.h"
 #include "settings_metadata.h"
+#include "settings_table.h"
 #include "progress.h"
 #include "replica_models.h"
 #include "run_locks.h"

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <optional>
+#include <stdexcept>
 #include <system_error>
 
 #include "distributed/batch_split.h"
@@ -170,6 +172,11 @@ void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
         job(*r);
       } catch (const Cancelled& e) {
         fail(e, true);
+      } catch (const std::bad_alloc&) {
+        // Host memory ran out outside the allocator (which names its own
+        // failures): said in words, not as the exception's type.
+        fail(std::runtime_error("out of host memory (std::bad_alloc): fewer replicas or a smaller batch need less"),
+             false);
       } catch (const std::exception& e) {
         fail(e, false);
       }

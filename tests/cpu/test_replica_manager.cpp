@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <new>
 #include <thread>
 
 #include "distributed/batch_split.h"
@@ -140,13 +141,15 @@ TEST_CASE("evaluation on 3 replicas counts every sample once", "[replica]") {
 }
 
 namespace {
-// Throws in forward on the replica whose slice starts at sample `offset`.
+// Throws in forward on the replica whose slice starts at sample `offset`:
+// an Error, or std::bad_alloc as host memory running out would.
 class FailingLayer final : public Layer {
 public:
-  explicit FailingLayer(int64_t offset) : offset_(offset) {}
+  explicit FailingLayer(int64_t offset, bool out_of_memory = false) : offset_(offset), out_of_memory_(out_of_memory) {}
   std::string type() const override { return "failing"; }
   Shape output_shape(const std::vector<Shape>& in) const override { return in[0]; }
   void forward(Context&, const std::vector<Tensor>& in, Tensor& out, Mode, const StepInfo& step) override {
+    if (step.sample_offset == offset_ && out_of_memory_) throw std::bad_alloc();
     if (step.sample_offset == offset_) LS_FAIL("injected failure");
     out.copy_from(in[0]);
   }
@@ -157,6 +160,7 @@ public:
 
 private:
   int64_t offset_;
+  bool out_of_memory_;
 };
 }  // namespace
 
@@ -181,6 +185,25 @@ TEST_CASE("a replica that throws mid-step fails the step without hanging", "[rep
   }  // destroyed cleanly: every thread joined
   // Released by the abort, not by the 20 s watchdog.
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
+
+TEST_CASE("a replica out of host memory fails the step saying so, not naming std::bad_alloc alone",
+          "[replica][failure]") {
+  auto factory = [](Device device) -> std::unique_ptr<Model> {
+    auto g = std::make_unique<Graph>(sample_shape, classes, "test-out-of-memory");
+    g->then("conv1", std::make_unique<Conv2d>(3, 3, 1, 1));
+    g->then("fail", std::make_unique<FailingLayer>(0, true));  // replica 0 of 2 over 6 samples
+    g->then("flat", std::make_unique<Flatten>());
+    g->then("fc", std::make_unique<Linear>(classes));
+    g->finalize(device, 5);
+    return g;
+  };
+  ReplicaManager manager(factory, std::vector<Device>(2, Device::cpu()),
+                         {.collective_timeout = std::chrono::milliseconds(20000)});
+  HostBatch batch = make_batch(6, 1);
+  REQUIRE_THROWS_WITH(manager.train_step(batch, 0.1f, sgd),
+                      Catch::Contains("replica 0 on cpu: out of host memory (std::bad_alloc)") &&
+                          Catch::Contains("fewer replicas or a smaller batch"));
 }
 
 TEST_CASE("the watchdog turns a hung collective into an error", "[replica][failure]") {

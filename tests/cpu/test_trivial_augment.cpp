@@ -45,7 +45,7 @@ template <size_t N> double chi_square(const std::array<int64_t, N>& counts) {
 TEST_CASE("trivial augment's operations equal torchvision 0.14's within one grey level", "[trivial][torch][ops]") {
   const TrivialImages& set = trivial_images();
   int64_t compared = 0, differing = 0, bytes = 0;
-  std::array<int64_t, kTrivialOps> per_op{};
+  std::array<int64_t, kTrivialOps> per_op{}, changing{};
   for (const TrivialCase& c : set.cases) {
     INFO(c.name);
     // torchvision's magnitude for the bin and sign (translations in whole pixels, as it truncates them).
@@ -56,14 +56,22 @@ TEST_CASE("trivial augment's operations equal torchvision 0.14's within one grey
     CHECK(d.largest <= 1);
     ++compared;
     ++per_op[op];
+    changing[op] += c.expected != set.images[c.image];
     differing += d.count;
     bytes += static_cast<int64_t>(c.expected.size());
   }
-  // Every stored case of the three images was compared, every operation among them.
+  // Every stored case of the three images was compared (trivial_oracle.py:
+  // 67 of every operation, 31 and 8 of those that map levels), and each
+  // operation but the identity changed the image in some case: none is
+  // checked only where it does nothing (equalize on fewer than 255 pixels).
   REQUIRE(set.shapes.size() == 3);
   REQUIRE(compared == static_cast<int64_t>(set.cases.size()));
-  REQUIRE(compared == 3 * (3 + 2 * 5 + 9 * 8));
-  for (int64_t n : per_op) REQUIRE(n >= 3);
+  REQUIRE(compared == 67 + 31 + 8);
+  for (int32_t op = 0; op < kTrivialOps; ++op) {
+    INFO("operation " << op);
+    REQUIRE(per_op[op] >= 1);
+    if (op != kTrivialIdentity) REQUIRE(changing[op] >= 1);
+  }
   // Off by one grey level is rare: float rounding, never an operation done otherwise.
   INFO(differing << " of " << bytes << " bytes differ by one");
   REQUIRE(differing * 200 <= bytes);

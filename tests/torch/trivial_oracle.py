@@ -7,11 +7,15 @@ Each operation goes through torchvision's own _apply_op (the function
 TrivialAugmentWide.forward calls, nearest interpolation, no fill) with the
 magnitude TrivialAugmentWide draws for a bin and a sign, read from its own
 _augmentation_space: no formula of ours stands between torchvision and the
-stored result. The images: an RGB one of 9x10 (odd rows, more columns than
-rows, so a rotation about the wrong centre or a transposed shear shows), a
-grey one of 8x7 whose levels span only 40..199 (autocontrast and equalize
-have something to do), and an RGB one of 4x3 with a level taking more than
-half the pixels (equalize's step).
+stored result. The images, each with the operations it tests:
+- an RGB one of 9x10 (odd rows, more columns than rows, so a rotation about
+  the wrong centre or a transposed shear shows): every operation;
+- a grey one of 24x22 whose levels span only 40..199: the operations that
+  map levels (equalize needs 255 pixels or more to do anything), sharpness
+  and rotation on one channel;
+- an RGB one of 25x24 whose top level holds 100 of a channel's 600 pixels:
+  equalize leaves the top level out of its step (500 // 255, not 600 // 255),
+  autocontrast and contrast.
 
 Stored: "image<i>" (C, H, W, the bytes as floats), "image<i>.cases" ([n, 4]:
 operation index, bin, 1 for the negative sign, the magnitude torchvision
@@ -26,11 +30,15 @@ from torchvision.transforms.autoaugment import TrivialAugmentWide, _apply_op
 
 from safetensors_io import write_safetensors
 
-SIGNED_BINS = (1, 9, 17, 30)
+SIGNED_BINS = (1, 17, 30)
 UNSIGNED_BINS = (0, 3, 13, 22, 30)
+ALL = None
+LEVELS = ("Identity", "Rotate", "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
+STATISTICS = ("AutoContrast", "Equalize", "Contrast")
 
 
 def images():
+    """(image, the names of the operations it is tested with, or ALL)."""
     gen = torch.Generator().manual_seed(46)
     rgb = torch.zeros(3, 9, 10)
     ys, xs = torch.meshgrid(torch.arange(9.0), torch.arange(10.0), indexing="ij")
@@ -38,17 +46,21 @@ def images():
     rgb[1] = 25 * ys + 5 * xs
     rgb[2] = 128 + 60 * torch.sin(xs + ys)
     rgb += torch.randint(-40, 41, rgb.shape, generator=gen)
-    grey = torch.randint(40, 200, (1, 8, 7), generator=gen).float()
-    small = torch.randint(0, 256, (3, 4, 3), generator=gen).float()
-    small[:, :3, :] = 77.0
-    return [img.clamp(0, 255).round().to(torch.uint8) for img in (rgb, grey, small)]
+    grey = torch.randint(40, 200, (1, 24, 22), generator=gen).float()
+    top = torch.randint(0, 250, (3, 25, 24), generator=gen).float()
+    top.view(3, -1)[0, torch.randperm(600, generator=gen)[:100]] = 250.0
+    return [(img.clamp(0, 255).round().to(torch.uint8), ops)
+            for img, ops in ((rgb, ALL), (grey, LEVELS), (top, STATISTICS))]
 
 
-def cases():
-    """(operation index, name, bin, negative) of every case, in torchvision's order of operations."""
+def cases(names):
+    """(operation index, name, bin, negative, magnitude) of every case of the operations `names` (ALL: every
+    one), in torchvision's order of operations."""
     space = TrivialAugmentWide()._augmentation_space(31)
     out = []
     for index, (name, (magnitudes, signed)) in enumerate(space.items()):
+        if names is not ALL and name not in names:
+            continue
         if magnitudes.ndim == 0:
             out.append((index, name, 0, False, 0.0))
             continue
@@ -61,10 +73,10 @@ def cases():
 
 def write(path):
     out = collections.OrderedDict()
-    all_cases = cases()
-    for i, img in enumerate(images()):
+    counts = []
+    for i, (img, names) in enumerate(images()):
         results, rows = [], []
-        for index, name, b, negative, magnitude in all_cases:
+        for index, name, b, negative, magnitude in cases(names):
             result = _apply_op(img, name, magnitude, interpolation=InterpolationMode.NEAREST, fill=None)
             assert result.dtype == torch.uint8 and result.shape == img.shape
             results.append(result.float())
@@ -72,5 +84,6 @@ def write(path):
         out["image%d" % i] = img.float()
         out["image%d.cases" % i] = torch.tensor(rows, dtype=torch.float64)
         out["image%d.out" % i] = torch.stack(results)
-    meta = {"images": 3, "cases": len(all_cases), "torch_version": torch.__version__}
+        counts.append(str(len(rows)))
+    meta = {"images": 3, "cases": ",".join(counts), "torch_version": torch.__version__}
     write_safetensors(path, out, meta)

@@ -348,7 +348,7 @@ std::vector<SettingEntry> declare_settings() {
   t.push_back(setting(&S::resume, "--resume", "continue from this checkpoint"));
   t.push_back(setting(&S::metrics, "--metrics", "write JSON lines of steps and epochs here"));
   t.push_back(setting(&S::augment, "--augment",
-                      "none, crop-flip (a shifted crop of the image padded with zeros, and a mirror) or "
+                      "none, crop-flip (a shifted crop of the image padded with zeros, and a mirror), "
                       "random-resized-crop (8-100% of the area at aspect 3/4-4/3 resized back, and a mirror, as "
                       "torchvision's ImageNet training; image folders then keep their aspect ratio, and "
                       "eval and predict take the centred 87.5%) or trivial (crop-flip, then torchvision's "

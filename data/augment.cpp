@@ -6,6 +6,7 @@
 #include "data/random.h"
 #include "kernels/augment_math.h"
 #include "kernels/cpu/augment_cpu.h"
+#include "kernels/trivial_augment_math.h"
 
 namespace lockstep::data {
 
@@ -63,6 +64,7 @@ Normalization compute_normalization(const Dataset& dataset, int64_t max_samples,
 
 namespace {
 void draw_resized_crop(AugmentDraw& draw, int64_t height, int64_t width, Rng& rng);
+void draw_trivial(AugmentDraw& draw, int64_t height, int64_t width, Rng& rng);
 }  // namespace
 
 AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample,
@@ -77,6 +79,7 @@ AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_
   const bool flip = (rng.next() >> 63) != 0;
   draw.flip = config.horizontal_flip && flip;
   if (config.random_resized_crop) draw_resized_crop(draw, shape[1], shape[2], rng);
+  if (config.trivial) draw_trivial(draw, shape[1], shape[2], rng);
   return draw;
 }
 
@@ -114,7 +117,57 @@ void draw_resized_crop(AugmentDraw& draw, int64_t height, int64_t width, Rng& rn
   draw.width = w;
 }
 
+// Python's math.radians and math.degrees, as torchvision calls them.
+double radians(double degrees) { return degrees * (M_PI / 180.0); }
+double degrees(double radians) { return radians * (180.0 / M_PI); }
+
+// torchvision's _get_inverse_affine_matrix (no scale), step for step in
+// double: the matrix from an output pixel's centred coordinates to its source's.
+void inverse_affine(double* m, double cx, double cy, double angle, double tx, double ty, double shear_x,
+                    double shear_y) {
+  const double rot = radians(angle), sx = radians(shear_x), sy = radians(shear_y);
+  const double a = std::cos(rot - sy) / std::cos(sy);
+  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  const double c = std::sin(rot - sy) / std::cos(sy);
+  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  m[0] = d, m[1] = -b, m[2] = 0.0, m[3] = -c, m[4] = a, m[5] = 0.0;
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+}
+
+// TrivialAugmentWide.forward's draws: the operation, its bin and its sign
+// (always all three, whether the operation uses them or not), then what the
+// operation does with them, as torchvision's _apply_op: shears about the
+// top-left corner (center=[0, 0]) by atan(magnitude), translations by whole
+// pixels, rotations about the centre, by the magnitude in degrees anticlockwise.
+void draw_trivial(AugmentDraw& draw, int64_t height, int64_t width, Rng& rng) {
+  draw.trivial_op = static_cast<int32_t>(rng.below(kTrivialOps));
+  draw.trivial_bin = static_cast<int32_t>(rng.below(kTrivialBins));
+  draw.trivial_negative = (rng.next() >> 63) != 0;
+  set_trivial_operation(draw, draw.trivial_op, draw.trivial_bin, draw.trivial_negative, height, width);
+}
+
 }  // namespace
+
+void set_trivial_operation(AugmentDraw& draw, int32_t op, int32_t bin, bool negative, int64_t height,
+                           int64_t width) {
+  LS_CHECK(op >= 0 && op < kTrivialOps && bin >= 0 && bin < kTrivialBins, "set_trivial_operation: operation ", op,
+           " bin ", bin, " out of range");
+  draw.trivial_op = op;
+  draw.trivial_bin = bin;
+  draw.trivial_negative = negative;
+  const double m = trivial_magnitude(op, bin, negative);
+  draw.trivial_magnitude = m;
+  const double top_left_x = -0.5 * static_cast<double>(width), top_left_y = -0.5 * static_cast<double>(height);
+  double* matrix = draw.trivial_matrix;
+  if (op == kTrivialShearX) inverse_affine(matrix, top_left_x, top_left_y, 0.0, 0.0, 0.0, degrees(std::atan(m)), 0.0);
+  else if (op == kTrivialShearY) inverse_affine(matrix, top_left_x, top_left_y, 0.0, 0.0, 0.0, 0.0, degrees(std::atan(m)));
+  else if (op == kTrivialTranslateX) inverse_affine(matrix, 0.0, 0.0, 0.0, m, 0.0, 0.0, 0.0);
+  else if (op == kTrivialTranslateY) inverse_affine(matrix, 0.0, 0.0, 0.0, 0.0, m, 0.0, 0.0);
+  else if (op == kTrivialRotate) inverse_affine(matrix, 0.0, 0.0, -m, 0.0, 0.0, 0.0, 0.0);
+}
 
 void apply_augmentation(const float* in, float* out, const Shape& shape, int64_t crop_padding,
                         const AugmentDraw& draw) {

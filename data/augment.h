@@ -41,16 +41,29 @@ struct AugmentConfig {
   // area, of aspect ratio 3/4 to 4/3 (log-uniform), resized back to the
   // sample's size bilinearly. Not with crop_padding.
   bool random_resized_crop = false;
+  // torchvision's TrivialAugmentWide on the cropped, mirrored bytes, before
+  // normalisation: one of its 14 operations at one of 31 magnitude bins and a
+  // sign (kernels/trivial_augment_math.h). Samples of 1 or 3 channels, not
+  // with random_resized_crop.
+  bool trivial = false;
 
-  bool enabled() const { return crop_padding > 0 || random_resized_crop || horizontal_flip; }
+  bool enabled() const { return crop_padding > 0 || random_resized_crop || horizontal_flip || trivial; }
 };
 
 // What augmentation does to one sample (kernels/augment_math.h, where the
 // arithmetic of both the CPU and the GPU path is written).
 using lockstep::AugmentDraw;
-// `shape`: the sample's [C, H, W].
+// `shape`: the sample's [C, H, W]. The crop, flip and box come first from
+// the sample's stream, TrivialAugment's operation, bin and sign after them,
+// so turning it on leaves the crops and flips as they were.
 AugmentDraw draw_augmentation(const AugmentConfig& config, uint64_t seed, int64_t epoch, int64_t sample,
                               const Shape& shape);
+
+// Sets `draw`'s TrivialAugmentWide operation `op` (TrivialOp), magnitude bin
+// and sign, with the magnitude and affine matrix they give on a sample of
+// height x width (draw_augmentation calls it with its draws; tests with theirs).
+void set_trivial_operation(AugmentDraw& draw, int32_t op, int32_t bin, bool negative, int64_t height,
+                           int64_t width);
 
 // Writes the cropped (or box-resized) and flipped `in` ([C, H, W] in
 // `shape`) to `out`; the two must not overlap.

@@ -86,6 +86,10 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig config)
   LS_CHECK(config_.augment.crop_padding >= 0, "Loader: negative crop padding ", config_.augment.crop_padding);
   LS_CHECK(config_.augment.crop_padding == 0 || !config_.augment.random_resized_crop,
            "Loader: a padded crop and a random resized crop are two crops: give one");
+  LS_CHECK(!config_.augment.trivial || !config_.augment.random_resized_crop,
+           "Loader: TrivialAugment follows a padded crop, not a random resized crop");
+  LS_CHECK(!config_.augment.trivial || shape[0] == 1 || shape[0] == 3, "Loader: TrivialAugment (torchvision's) "
+           "takes images of 1 or 3 channels, and ", dataset_->source(), " has samples of ", shape.str());
   const MixConfig& mix = config_.mix;
   for (double alpha : {mix.mixup_alpha, mix.cutmix_alpha})
     LS_CHECK(alpha >= 0.0 && std::isfinite(alpha), "Loader: mixup/CutMix alpha ", alpha, " is not a number >= 0");
@@ -274,6 +278,7 @@ bool Loader::next(HostBatch& batch) {
     batch.count = count;
     batch.draws = config_.augment_on_device ? slot.draws.batch_slice(0, count) : Tensor();
     batch.crop_padding = config_.augment_on_device ? config_.augment.crop_padding : 0;
+    batch.trivial = config_.augment_on_device && config_.augment.trivial;
     batch.mean = config_.augment_on_device ? mean_ : Tensor();
     batch.stddev = config_.augment_on_device ? stddev_ : Tensor();
     s.held.push_back(wanted);

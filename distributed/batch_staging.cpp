@@ -115,7 +115,7 @@ BatchStaging::Slices BatchStaging::take(Context& ctx, const HostBatch& batch, Sl
 Tensor BatchStaging::augment(Context& ctx, const Slot& slot, const HostBatch& batch, int64_t count) {
   Tensor images = augmented_.batch_slice(0, count);
   ops::augment_images(ctx, slot.images.batch_slice(0, count), slot.draws.batch_slice(0, count), batch.crop_padding,
-                      mean_, stddev_, images);
+                      mean_, stddev_, images, batch.trivial);
   return images;
 }
 

@@ -19,12 +19,20 @@ namespace lockstep {
 // offset into the sample padded by the batch's crop padding (each in
 // [0, 2 * padding]), whether it is mirrored, and the random-resized-crop box
 // (rows top..top+height-1, columns left..left+width-1 of the sample; height
-// 0 when there is none, and then the crop applies). Trivially copyable: a
-// batch of draws travels to a GPU as its bytes.
+// 0 when there is none, and then the crop applies), and TrivialAugmentWide's
+// operation on the cropped bytes (kernels/trivial_augment_math.h: -1 for
+// none), its bin, sign, magnitude and, for the geometric operations, the
+// inverse affine matrix on centred pixel coordinates (worked out on the host,
+// so both twins read the same doubles). Trivially copyable: a batch of draws
+// travels to a GPU as its bytes.
 struct AugmentDraw {
   int64_t dy = 0, dx = 0;
   bool flip = false;
   int64_t top = 0, left = 0, height = 0, width = 0;
+  int32_t trivial_op = -1, trivial_bin = 0;
+  bool trivial_negative = false;
+  double trivial_magnitude = 0.0;
+  double trivial_matrix[6] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0};
 };
 
 // A stored pixel as a float: a byte scaled to [0, 1] exactly as the data

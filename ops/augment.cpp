@@ -61,10 +61,12 @@ Tensor augment_draws(const std::vector<AugmentDraw>& draws, Device device) {
 }
 
 void augment_images(Context& ctx, const Tensor& images, const Tensor& draws, int64_t crop_padding, const Tensor& mean,
-                    const Tensor& stddev, Tensor& out) {
+                    const Tensor& stddev, Tensor& out, bool trivial) {
   const char* op = "augment";
   [[maybe_unused]] const DType dtype = check_args(op, ctx, images, draws, crop_padding, mean, stddev, out);
   const Shape& s = images.shape();
+  LS_CHECK(!trivial || s[1] == 1 || s[1] == 3, op, ": TrivialAugment takes images of 1 or 3 channels, not ",
+           s.str());
   const AugmentDraw* rows = draw_rows(op, draws);
   dispatch(op, ctx,
            [&] {
@@ -74,8 +76,12 @@ void augment_images(Context& ctx, const Tensor& images, const Tensor& draws, int
            LS_CUDA_TWIN(gpu, {
              with_stored_type(dtype, [&](auto tag) {
                using T = decltype(tag);
-               cuda::augment_batch(gpu.compute_stream, images.u8_data(), elems<T>(out), s[0], s[1], s[2], s[3],
-                                   crop_padding, rows, mean.data(), stddev.data());
+               if (trivial)
+                 cuda::trivial_augment_batch(gpu.compute_stream, images.u8_data(), elems<T>(out), s[0], s[1], s[2],
+                                             s[3], crop_padding, rows, mean.data(), stddev.data());
+               else
+                 cuda::augment_batch(gpu.compute_stream, images.u8_data(), elems<T>(out), s[0], s[1], s[2], s[3],
+                                     crop_padding, rows, mean.data(), stddev.data());
              });
            }));
 }

@@ -19,10 +19,12 @@ struct HostBatch {
   int64_t count = 0;
   // With u8 images, what turns them into the f32 images a step trains on:
   // each sample's draw as its bytes (u8 [count, sizeof(AugmentDraw)],
-  // ops::augment_draws' layout), the crop padding, and the per-channel mean
-  // and standard deviation (f32 [C]; 0 and 1 leave the pixels in [0, 1]).
+  // ops::augment_draws' layout), the crop padding, whether the draws hold
+  // TrivialAugment's operations, and the per-channel mean and standard
+  // deviation (f32 [C]; 0 and 1 leave the pixels in [0, 1]).
   Tensor draws;
   int64_t crop_padding = 0;
+  bool trivial = false;
   Tensor mean, stddev;
 
   bool raw_pixels() const { return images.defined() && images.dtype() == DType::u8; }

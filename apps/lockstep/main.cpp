@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   cache_cmd->add_option("--augment", cache.augment,
                         "as train's: random-resized-crop keeps each image's aspect ratio (a centre crop), the "
                         "others stretch it")
-      ->check(CLI::IsMember({"none", "crop-flip", "random-resized-crop"}));
+      ->check(CLI::IsMember({"none", "crop-flip", "random-resized-crop", "trivial"}));
   cache_cmd->add_option("--test-fraction", cache.test_fraction,
                         "a single class folder: share of each class held out for testing, as train's")
       ->check(CLI::Range(0.0, 0.999999));

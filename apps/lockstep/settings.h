@@ -66,7 +66,7 @@ struct TrainSettings {
   std::string resume;
   std::string init;             // pretrained weights (safetensors state dict) a tv-* model starts from; not saved
   std::string metrics;
-  std::string augment;          // "none", "crop-flip" or "random-resized-crop"
+  std::string augment;          // "none", "crop-flip", "random-resized-crop" or "trivial"
   // Where GPU replicas' batches are augmented: "gpu" (they cross as bytes)
   // or "cpu" (the loader's threads). Not saved: the values are the same.
   std::string augment_on = "gpu";

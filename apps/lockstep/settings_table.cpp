@@ -348,17 +348,20 @@ std::vector<SettingEntry> declare_settings() {
   t.push_back(setting(&S::resume, "--resume", "continue from this checkpoint"));
   t.push_back(setting(&S::metrics, "--metrics", "write JSON lines of steps and epochs here"));
   t.push_back(setting(&S::augment, "--augment",
-                      "none, crop-flip (a shifted crop of the image padded with zeros, and a mirror) or "
+                      "none, crop-flip (a shifted crop of the image padded with zeros, and a mirror), "
                       "random-resized-crop (8-100% of the area at aspect 3/4-4/3 resized back, and a mirror, as "
                       "torchvision's ImageNet training; image folders then keep their aspect ratio, and "
-                      "eval and predict take the centred 87.5%)")
-                  .validated(CLI::IsMember({"none", "crop-flip", "random-resized-crop"}))
+                      "eval and predict take the centred 87.5%) or trivial (crop-flip, then torchvision's "
+                      "TrivialAugmentWide: one of 14 operations at one of 31 magnitudes, on images of 1 or 3 "
+                      "channels)")
+                  .validated(CLI::IsMember({"none", "crop-flip", "random-resized-crop", "trivial"}))
                   .defaulted([](const S&, Device d) { return std::string(d.is_cuda() ? "crop-flip" : "none"); })
                   .saved("augment", OnResume::another_run)
                   .agreed()
                   .checked([](const S& s) {
-                    LS_CHECK(s.augment == "none" || s.augment == "crop-flip" || s.augment == "random-resized-crop",
-                             "--augment ", s.augment, ": expected none, crop-flip or random-resized-crop");
+                    LS_CHECK(s.augment == "none" || s.augment == "crop-flip" || s.augment == "random-resized-crop" ||
+                                 s.augment == "trivial",
+                             "--augment ", s.augment, ": expected none, crop-flip, random-resized-crop or trivial");
                   }));
   // Not saved: the values are the same either way.
   t.push_back(setting(&S::augment_on, "--augment-on",

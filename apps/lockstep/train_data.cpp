@@ -158,9 +158,10 @@ Loaders make_loaders(const TrainSettings& s, const CheckpointInfo& resume_info, 
   if (s.augment == "random-resized-crop") {
     loader_config.augment.random_resized_crop = true;
     loader_config.augment.horizontal_flip = true;
-  } else if (s.augment == "crop-flip") {
+  } else if (s.augment == "crop-flip" || s.augment == "trivial") {
     loader_config.augment.crop_padding = d.train->sample_shape()[1] >= 32 ? 4 : 2;
     loader_config.augment.horizontal_flip = true;
+    loader_config.augment.trivial = s.augment == "trivial";
   }
   // Resumed, the checkpoint's values (unless --normalize changed the kind,
   // with --force); else --normalize's, the data set's computed by the loader.

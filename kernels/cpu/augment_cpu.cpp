@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/trivial_augment_math.h"
 
 namespace lockstep::cpu {
 namespace {
@@ -37,11 +39,49 @@ void crop_row(const In* src_row, float* row, int64_t width, int64_t crop_padding
   std::fill(row + end, row + width, 0.0f);
 }
 
+// TrivialAugmentWide on the cropped, mirrored bytes
+// (kernels/trivial_augment_math.h), then to floats and normalised: a table
+// per channel for the operations that map levels, built from its histogram.
+void trivial_one(const uint8_t* in, float* out, int64_t channels, int64_t height, int64_t width, int64_t crop_padding,
+                 const AugmentDraw& draw, const float* mean, const float* stddev) {
+  const TrivialSource source{in, channels, height, width, crop_padding, &draw};
+  const int64_t plane = height * width;
+  const int32_t op = draw.trivial_op;
+  uint64_t gray_sum = 0;
+  if (op == kTrivialContrast)
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x) gray_sum += static_cast<uint64_t>(trivial_gray_at(source, y, x));
+  uint8_t table[256] = {};
+  for (int64_t c = 0; c < channels; ++c) {
+    if (trivial_uses_table(op)) {
+      uint32_t histogram[256] = {};
+      for (int64_t y = 0; y < height; ++y)
+        for (int64_t x = 0; x < width; ++x) ++histogram[source.at(c, y, x)];
+      trivial_table(op, draw.trivial_magnitude, histogram, gray_sum, plane, table);
+    }
+    float* dst = out + c * plane;
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x)
+        dst[y * width + x] = pixel_value(static_cast<uint8_t>(trivial_byte(source, table, c, y, x)));
+    if (!mean) continue;
+    const float shift = mean[c], inv_std = augment_inv_std(stddev[c]);
+    for (int64_t i = 0; i < plane; ++i) dst[i] = augment_normalize(dst[i], shift, inv_std);
+  }
+}
+
 template <typename In>
 void augment_one(const In* in, float* out, int64_t channels, int64_t height, int64_t width, int64_t crop_padding,
                  const AugmentDraw& draw, const float* mean, const float* stddev) {
   const int64_t plane = height * width;
   const bool box = draw.height != 0;
+  if (draw.trivial_op >= 0) {
+    // TrivialAugment reads bytes and follows a crop, never a resized box.
+    if constexpr (std::is_same_v<In, uint8_t>) {
+      if (!box) return trivial_one(in, out, channels, height, width, crop_padding, draw, mean, stddev);
+    }
+    std::fill(out, out + channels * plane, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   if (box && !augment_box_inside(draw, height, width)) {
     std::fill(out, out + channels * plane, std::numeric_limits<float>::quiet_NaN());
     return;

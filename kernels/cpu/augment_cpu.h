@@ -1,7 +1,9 @@
 #pragma once
 // CPU reference of augmentation (kernels/augment_math.h): crop from zero
 // padding or resized box, mirror, and per-channel normalisation of samples
-// [C, H, W], stored as bytes or as floats already scaled to [0, 1].
+// [C, H, W], stored as bytes or as floats already scaled to [0, 1]; on bytes,
+// TrivialAugmentWide after the crop when the draw names an operation
+// (kernels/trivial_augment_math.h; floats, or a resized box, then give NaN).
 #include <cstdint>
 
 #include "kernels/augment_math.h"

@@ -20,4 +20,13 @@ void augment_batch(cudaStream_t stream, const uint8_t* in, T* out, int64_t n, in
                    int64_t width, int64_t crop_padding, const AugmentDraw* draws, const float* mean,
                    const float* stddev);
 
+// As augment_batch, with TrivialAugmentWide's operation of each draw on the
+// cropped bytes before the division (kernels/trivial_augment_math.h): one
+// block per sample's channel, which first counts the channel's histogram
+// when the operation maps levels through a table. Crops only, no boxes.
+template <typename T>
+void trivial_augment_batch(cudaStream_t stream, const uint8_t* in, T* out, int64_t n, int64_t channels,
+                           int64_t height, int64_t width, int64_t crop_padding, const AugmentDraw* draws,
+                           const float* mean, const float* stddev);
+
 }  // namespace lockstep::cuda

@@ -613,6 +613,36 @@ class Cli(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertNotEqual(a, c)
 
+    def test_trivial_augment_trains_and_a_resumed_run_draws_as_an_unbroken_one(self):
+        # --augment trivial (crop, flip, then TrivialAugmentWide on the bytes):
+        # the loss falls, the checkpoint says so, and a run resumed after its
+        # first epoch draws the second epoch's operations as the unbroken run
+        # did (they come from (seed, epoch, sample)), so its losses are the same.
+        base = ["train"] + QUICK + ["--augment", "trivial", "--schedule", "constant"]
+        whole, first, resumed = (self.path(n + ".jsonl") for n in ("whole", "first", "resumed"))
+        r = run(base + ["--epochs", "2", "--metrics", whole, "--checkpoint", self.path("whole.safetensors")], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        losses = step_losses(whole)
+        self.assertEqual(sorted(losses), list(range(1, 41)))
+        self.assertLess(statistics.mean(losses[s] for s in range(31, 41)),
+                        0.8 * statistics.mean(losses[s] for s in range(1, 11)))
+        ck = self.path("ck.safetensors")
+        r = run(base + ["--epochs", "1", "--metrics", first, "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_safetensors(ck)[0].get("extra.augment"), "trivial")
+        r = run(["train", "--resume", ck, "--epochs", "2", "--metrics", resumed], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        again = step_losses(resumed)
+        self.assertEqual(sorted(again), list(range(21, 41)))
+        for step in range(21, 41):
+            self.assertAlmostEqual(again[step], losses[step], places=6, msg="step %d" % step)
+        # Another augmentation trains on other images: the second epoch differs.
+        plain = self.path("plain.jsonl")
+        r = run(["train"] + QUICK + ["--augment", "crop-flip", "--schedule", "constant", "--epochs", "2",
+                                     "--metrics", plain], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotEqual([step_losses(plain)[s] for s in range(2, 21)], [losses[s] for s in range(2, 21)])
+
     def test_image_folders_are_decoded_once_when_they_fit_the_cache_budget(self):
         self.need_pil()
         photos = self.path("photos")

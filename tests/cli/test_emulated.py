@@ -61,10 +61,12 @@ class Emulated(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def train(self, name, devices, precision="fp32", extra=(), augment="none"):
+    def train(self, name, devices, precision="fp32", extra=(), augment="none", limit=None):
         ck = os.path.join(self.tmp, name)
         args = RUN[:-1] + [precision]
         args[args.index("--augment") + 1] = augment
+        if limit is not None:
+            args[args.index("--limit") + 1] = str(limit)
         r = run(["train"] + args + devices + list(extra) + ["--checkpoint", ck], self.tmp, timeout=900)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.last_stdout = r.stdout
@@ -106,6 +108,20 @@ class Emulated(unittest.TestCase):
             if differ else 0.0))
         # And augmentation changed what was trained: without it the run ends elsewhere.
         plain = self.train("plain.safetensors", ["--devices", "0,1"], augment="none")
+        self.assertNotEqual(device["conv1.weight"][1], plain["conv1.weight"][1])
+
+    def test_trivial_augment_on_two_emulated_devices_equals_the_loaders(self):
+        # --augment trivial: TrivialAugmentWide on the GPUs' bytes (one block
+        # per channel of a sample) and on the loader's threads run
+        # kernels/trivial_augment_math.h on the same draws: the same bits.
+        device = self.train("device.safetensors", ["--devices", "0,1"], augment="trivial", limit=256)
+        self.assertIn("training batches cross to the GPUs as bytes", self.last_stdout)
+        loader = self.train("loader.safetensors", ["--devices", "0,1", "--augment-on", "cpu"], augment="trivial",
+                            limit=256)
+        self.assertEqual(sorted(device), sorted(loader))
+        differ = [n for n in sorted(loader) if device[n][1] != loader[n][1]]
+        self.assertEqual(differ, [])
+        plain = self.train("plain.safetensors", ["--devices", "0,1"], augment="crop-flip", limit=256)
         self.assertNotEqual(device["conv1.weight"][1], plain["conv1.weight"][1])
 
     def test_label_smoothing_trains_on_two_emulated_devices_as_on_the_cpu(self):

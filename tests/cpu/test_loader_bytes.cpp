@@ -61,7 +61,10 @@ std::vector<Variant> variants() {
   data::AugmentConfig resized;
   resized.random_resized_crop = true;
   resized.horizontal_flip = true;
+  data::AugmentConfig trivial = crop_flip;
+  trivial.trivial = true;
   return {{"crop and flip, normalised", crop_flip, true},
+          {"crop, flip and TrivialAugment, normalised", trivial, true},
           {"random resized crop, not normalised", resized, false},
           {"no augmentation, normalised", data::AugmentConfig{}, true}};
 }

@@ -109,7 +109,8 @@ class CliArguments(CliTestCase):
                                cwd=self.tmp, capture_output=True, text=True, timeout=300, preexec_fn=limited)
             self.assertIn(r.returncode, (0, 1), "run %d ended with %d:\n%s" % (attempt, r.returncode, r.stderr[-3000:]))
             if r.returncode == 1:
-                self.assertRegex(r.stderr, r"replica \d+ on cpu: (out of memory on cpu|std::bad_alloc)")
+                self.assertRegex(r.stderr, r"replica \d+ on cpu: out of (memory on cpu|host memory \(std::bad_alloc\): "
+                                           r"fewer replicas or a smaller batch)")
                 self.assertFalse(os.path.exists(self.path("ck%d" % attempt)))
 
     def test_a_step_larger_than_the_memory_is_refused_before_allocating_naming_the_options(self):

@@ -114,7 +114,7 @@ class CliEma(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("holds no moving average of its weights; --ema starts one from them now", r.stdout)
         saved = read_safetensors(ck)[1]
-        self.assertIn("ema.fc1.weight", saved)
+        self.assertIn("ema.fc1.weight", list(saved))
         self.assertNotEqual(saved["ema.fc1.weight"][1], saved["fc1.weight"][1])
 
     def test_ema_refuses_a_decay_outside_0_1(self):

@@ -105,6 +105,33 @@ class CliEma(unittest.TestCase):
         self.assertIn("loss %.4f accuracy %.2f%%" % (epoch["test_loss"], 100.0 * epoch["test_accuracy"]),
                       figures(average.stdout))
 
+    def test_predict_of_an_ema_run_uses_the_average(self):
+        try:
+            from PIL import Image
+        except ImportError:
+            self.skipTest("PIL is not importable from this interpreter")
+        ck, swapped, image = self.path("ema.safetensors"), self.path("swapped.safetensors"), self.path("band.png")
+        r = run(["train"] + EMA + ["--epochs", "1", "--checkpoint", ck], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        swap_in_average(ck, swapped)
+        img = Image.new("L", (28, 28))  # a bright vertical band on black
+        for y in range(2, 26):
+            for x in range(9, 19):
+                img.putpixel((x, y), 220)
+        img.save(image)
+        average = run(["predict", "--checkpoint", ck, "--json", "--top", "10", image], self.tmp)
+        self.assertEqual(average.returncode, 0, average.stderr)
+        # JSON lines keep stdout to the predictions; the note goes to stderr.
+        self.assertIn("weights: exponential moving average (decay 0.9)", average.stderr)
+        by_hand = run(["predict", "--checkpoint", swapped, "--json", "--top", "10", "--no-ema", image], self.tmp)
+        raw = run(["predict", "--checkpoint", ck, "--json", "--top", "10", "--no-ema", image], self.tmp)
+        self.assertIn("weights: raw (--no-ema)", raw.stderr)
+        top = [json.loads(p.stdout)["top"] for p in (average, by_hand, raw)]
+        self.assertEqual(top[0], top[1])
+        self.assertNotEqual(top[0], top[2])
+        table = run(["predict", "--checkpoint", ck, image], self.tmp)
+        self.assertEqual(table.stdout.splitlines()[0], "weights: exponential moving average (decay 0.9)")
+
     def test_an_old_checkpoint_resumed_with_ema_starts_the_average_from_its_weights(self):
         ck = self.path("plain.safetensors")
         r = run(["train"] + QUICK + ["--schedule", "constant", "--epochs", "1", "--checkpoint", ck], self.tmp)

@@ -332,6 +332,7 @@ TrainStepResult ReplicaManager::queue_device_work(Replica& r, const StepInfo& in
   clock.mark_compute_end(result);
   const double weight = static_cast<double>(slice.count) / static_cast<double>(global);
   r.running_stats.run(*r.model, *r.ctx, comm_.get(), r.rank, weight);
+  if (sgd.ema_decay > 0.0) r.running_stats.average(*r.model, *r.ctx, sgd.ema_decay, info.step, info.step_on_device);
   if (!alone) comm_->wait(r.rank, *r.ctx);
   if (options_.context.sync_timing) r.ctx->synchronize();
   clock.mark_update();
@@ -388,9 +389,33 @@ std::vector<float> ReplicaManager::logits(const HostBatch& batch) {
   return out;
 }
 
-void ReplicaManager::prepare_optimizer(Optimizer optimizer) {
-  if (optimizer != Optimizer::adamw) return;
-  run_on_all([](Replica& r) { r.model->arenas().add_adamw_state(); });
+void ReplicaManager::prepare_optimizer(const SgdConfig& sgd) {
+  run_on_all([&](Replica& r) {
+    if (sgd.optimizer == Optimizer::adamw) r.model->arenas().add_adamw_state();
+    if (sgd.ema_decay > 0.0) r.model->arenas().add_ema(r.model->state_arena());
+  });
+}
+
+void ReplicaManager::restart_ema() {
+  run_on_all([](Replica& r) { r.model->arenas().restart_ema(r.model->state_arena()); });
+}
+
+void ReplicaManager::swap_ema() {
+  run_on_all([](Replica& r) {
+    ParameterArenas& a = r.model->arenas();
+    LS_CHECK(a.ema.defined(), "swap_ema: the replicas keep no moving average");
+    r.cuda_graph.drop();  // other work on the replica (ReplicaGraph)
+    Tensor& state = r.model->state_arena();
+    for (auto [live, average] : {std::pair<Tensor*, Tensor*>{&a.params, &a.ema}, {&state, &a.ema_state}}) {
+      if (!live->defined()) continue;
+      Tensor kept = Tensor::empty(live->shape(), live->device());
+      r.ctx->copy(*live, kept);
+      r.ctx->copy(*average, *live);
+      r.ctx->copy(kept, *average);
+      r.ctx->synchronize();  // `kept` goes at the end of the scope
+    }
+    a.params_bf16_stale = true;  // precision bf16: the copy is made again from what params now hold
+  });
 }
 
 void ReplicaManager::broadcast_from_first() {
@@ -399,9 +424,9 @@ void ReplicaManager::broadcast_from_first() {
   for (auto& r : replicas_) r->model->arenas().params_bf16_stale = true;
   if (processes() > 1) {
     // The first process's replica 0 to every other process's replica 0.
-    for (Tensor* t :
-         {&first.arenas().params, &first.arenas().momentum, &first.arenas().exp_avg_sq, &first.state_arena()}) {
-      // A model without batch norm has no statistics, SGD no second moment.
+    for (Tensor* t : {&first.arenas().params, &first.arenas().momentum, &first.arenas().exp_avg_sq,
+                      &first.state_arena(), &first.arenas().ema, &first.arenas().ema_state}) {
+      // A model without batch norm has no statistics, SGD no second moment, a run without --ema no average.
       if (!t->defined() || t->numel() == 0) continue;
       std::vector<float> values = t->to_vector();
       options_.processes->broadcast(values.data(), static_cast<int64_t>(values.size() * sizeof(float)), 0);
@@ -416,27 +441,31 @@ void ReplicaManager::broadcast_from_first() {
     a.momentum.copy_from(first.arenas().momentum);
     if (a.exp_avg_sq.defined()) a.exp_avg_sq.copy_from(first.arenas().exp_avg_sq);
     r.model->state_arena().copy_from(first.state_arena());
+    if (a.ema.defined()) {
+      a.ema.copy_from(first.arenas().ema);
+      a.ema_state.copy_from(first.arenas().ema_state);
+    }
   });
 }
 
 bool ReplicaManager::replicas_identical() {
   auto bytes_of = [](const Tensor& t) { return t.to_vector(); };
   Model& first = *replicas_[0]->model;
-  auto second = [&](Model& m) {  // AdamW's second moment; none under SGD
-    const Tensor& t = m.arenas().exp_avg_sq;
-    return t.defined() ? bytes_of(t) : std::vector<float>{};
-  };
+  // AdamW's second moment (none under SGD), the moving averages (none without --ema).
+  auto optional = [&](const Tensor& t) { return t.defined() ? bytes_of(t) : std::vector<float>{}; };
   auto p0 = bytes_of(first.arenas().params), v0 = bytes_of(first.arenas().momentum),
-       s0 = bytes_of(first.state_arena()), a0 = second(first);
+       s0 = bytes_of(first.state_arena()), a0 = optional(first.arenas().exp_avg_sq),
+       e0 = optional(first.arenas().ema), es0 = optional(first.arenas().ema_state);
   for (int r = 1; r < size(); ++r) {
     Model& m = *replicas_[r]->model;
     auto p = bytes_of(m.arenas().params), v = bytes_of(m.arenas().momentum), s = bytes_of(m.state_arena()),
-         a = second(m);
+         a = optional(m.arenas().exp_avg_sq), e = optional(m.arenas().ema), es = optional(m.arenas().ema_state);
     // An empty buffer's data() may be null, which memcmp must not be given.
     const auto differ = [](const std::vector<float>& x, const std::vector<float>& y) {
       return x.size() != y.size() || (!x.empty() && std::memcmp(x.data(), y.data(), x.size() * 4) != 0);
     };
-    if (differ(p, p0) || differ(v, v0) || differ(s, s0) || differ(a, a0)) return false;
+    if (differ(p, p0) || differ(v, v0) || differ(s, s0) || differ(a, a0) || differ(e, e0) || differ(es, es0))
+      return false;
   }
   return true;
 }

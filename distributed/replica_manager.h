@@ -106,10 +106,19 @@ public:
   // Inference-mode logits [count x classes] of a batch, row-major on the host.
   std::vector<float> logits(const HostBatch& batch);
 
-  // Gives every replica the state `optimizer` keeps beside the momentum
-  // (AdamW's second moment; nothing for SGD). Before the first step and
-  // before a checkpoint with that state is loaded.
-  void prepare_optimizer(Optimizer optimizer);
+  // Gives every replica the state `sgd` keeps beside the momentum (AdamW's
+  // second moment; nothing for SGD) and, with sgd.ema_decay, the moving
+  // averages of the weights and statistics, starting from what the replicas
+  // hold. Before the first step and before a checkpoint with that state is
+  // loaded.
+  void prepare_optimizer(const SgdConfig& sgd);
+  // The moving averages start again from the weights and statistics the
+  // replicas hold (a resumed checkpoint that kept none).
+  void restart_ema();
+  // Exchanges every replica's weights and statistics with their moving
+  // averages (evaluation of the average, then back: twice gives the same
+  // bits). Waits for the devices.
+  void swap_ema();
   // Copies replica 0's parameters, optimizer state and running statistics to
   // the others (after loading a checkpoint into replica 0).
   void broadcast_from_first();

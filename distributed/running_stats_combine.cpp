@@ -1,5 +1,7 @@
 #include "distributed/running_stats_combine.h"
 
+#include "ops/sgd.h"
+
 namespace lockstep {
 
 void RunningStatsCombine::run(Model& model, Context& ctx, Communicator* comm, int rank, double weight) {
@@ -19,6 +21,12 @@ void RunningStatsCombine::run(Model& model, Context& ctx, Communicator* comm, in
     comm->wait(rank, ctx);
   }
   combiner_.update_running(ctx);
+}
+
+void RunningStatsCombine::average(Model& model, Context& ctx, double decay, uint64_t step,
+                                  const uint64_t* step_on_device) {
+  if (model.batch_norms().empty()) return;
+  ops::ema_average(ctx, model.arenas().ema_state, model.state_arena(), decay, step, step_on_device);
 }
 
 }  // namespace lockstep

@@ -22,6 +22,12 @@ class RunningStatsCombine {
 public:
   // Called by every rank after its backward; `weight` is n_r / B.
   void run(Model& model, Context& ctx, Communicator* comm, int rank, double weight);
+  // --ema: after run(), the moving average of the running statistics
+  // (ParameterArenas::ema_state) takes the combined ones, as timm's
+  // ModelEmaV3 averages the buffers with the weights (ops::ema_average,
+  // kernels/ema_math.h), at step `step` (read from `step_on_device` when set:
+  // a replayed graph). Queued on the device; nothing waits.
+  void average(Model& model, Context& ctx, double decay, uint64_t step, const uint64_t* step_on_device);
 
 private:
   ops::BatchNormCombiner combiner_;

@@ -36,6 +36,10 @@ struct SgdHyper {
   float one_minus_beta1 = 0.1f, one_minus_beta2 = 0.001f;
   uint64_t step = 0;
   const uint64_t* step_on_device = nullptr;
+  // Where above 0: the same pass also moves the exponential moving average
+  // of the updated fp32 weights (kernels/ema_math.h) with this decay D, at
+  // the step above (SGD reads the step for it too).
+  double ema_decay = 0.0;
 };
 
 // The learning rate of the arena element at `element`, for `lr` (the step's rate).

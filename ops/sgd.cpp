@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "ops/dispatch.h"
 #include "kernels/cpu/sgd_cpu.h"
+#include "kernels/ema_math.h"
 
 #if LOCKSTEP_WITH_CUDA
 #include "kernels/cuda/sgd_cuda.h"
@@ -33,6 +34,9 @@ void set_adamw(SgdHyper& hyper, const SgdConfig& config, const ParameterArenas& 
   // As PyTorch: 1 - beta in double (Python's float), rounded once.
   hyper.one_minus_beta1 = float(1.0 - double(config.beta1));
   hyper.one_minus_beta2 = float(1.0 - double(config.beta2));
+}
+void check_ema_decay(double decay, const char* what) {
+  LS_CHECK(decay > 0.0 && decay < 1.0, what, ": the moving average's decay ", decay, " does not lie in (0, 1)");
 }
 }  // namespace
 
@@ -70,6 +74,14 @@ void ops::optimizer_step(Context& ctx, ParameterArenas& arenas, const SgdConfig&
   hyper.step_on_device = step_on_device;
   if (config.optimizer == Optimizer::adamw) set_adamw(hyper, config, arenas);
   float* exp_avg_sq = hyper.adamw ? arenas.exp_avg_sq.data() : nullptr;
+  float* ema = nullptr;
+  if (config.ema_decay != 0.0) {
+    check_ema_decay(config.ema_decay, "optimizer_step");
+    LS_CHECK(arenas.ema.defined() && arenas.ema.numel() == arenas.params.numel(),
+             "optimizer_step: a moving average of the weights on arenas without one (ParameterArenas::add_ema)");
+    hyper.ema_decay = config.ema_decay;
+    ema = arenas.ema.data();
+  }
   ops::dispatch(
       "sgd_step", ctx,
       [&] {
@@ -79,7 +91,7 @@ void ops::optimizer_step(Context& ctx, ParameterArenas& arenas, const SgdConfig&
           hyper.grad_scale = &scale;
         }
         cpu::sgd_momentum(arenas.params.data(), arenas.grads.data(), arenas.momentum.data(), segments.data(),
-                          static_cast<int>(segments.size()), hyper, weights_bf16, exp_avg_sq);
+                          static_cast<int>(segments.size()), hyper, weights_bf16, exp_avg_sq, ema);
       },
       LS_CUDA_TWIN(gpu, {
         if (config.clip_grad_norm > 0.0f) {
@@ -92,9 +104,25 @@ void ops::optimizer_step(Context& ctx, ParameterArenas& arenas, const SgdConfig&
           hyper.grad_scale = scale;
         }
         cuda::sgd_momentum(gpu.compute_stream, arenas.params.data(), arenas.grads.data(), arenas.momentum.data(),
-                           arenas.total(), segments, hyper, weights_bf16, exp_avg_sq);
+                           arenas.total(), segments, hyper, weights_bf16, exp_avg_sq, ema);
       }));
   if (bf16_copy) arenas.params_bf16_stale = false;
+}
+
+void ops::ema_average(Context& ctx, Tensor& average, const Tensor& value, double decay, uint64_t step,
+                      const uint64_t* step_on_device) {
+  check_ema_decay(decay, "ema_average");
+  LS_CHECK(average.numel() == value.numel() && average.device() == ctx.device() && value.device() == ctx.device(),
+           "ema_average: an average of ", average.numel(), " values on ", average.device().str(), " for ",
+           value.numel(), " on ", value.device().str(), ", context on ", ctx.device().str());
+  LS_CHECK(!step_on_device || ctx.device().is_cuda(), "ema_average: a step in device memory on ", ctx.device().str());
+  ops::dispatch(
+      "ema_average", ctx,
+      [&] { cpu::ema_average(average.data(), value.data(), value.numel(), ema_weight(decay, step)); },
+      LS_CUDA_TWIN(gpu, {
+        cuda::ema_average(gpu.compute_stream, average.data(), value.data(), value.numel(), decay, step,
+                          step_on_device);
+      }));
 }
 
 }  // namespace lockstep

@@ -31,6 +31,11 @@ struct SgdConfig {
   // their second-moment arena (ParameterArenas::add_adamw_state).
   Optimizer optimizer = Optimizer::sgd;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  // The exponential moving average of the weights (timm's ModelEmaV3 with its
+  // warm-up; kernels/ema_math.h): D in (0, 1), 0 for none. The arenas then
+  // need their average (ParameterArenas::add_ema), which the same pass moves
+  // after each update, for either optimizer.
+  double ema_decay = 0.0;
 };
 
 namespace ops {
@@ -44,10 +49,17 @@ void sgd_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, fl
               const float* lr_on_device = nullptr);
 
 // The step of index `step` (0 for the first; AdamW's bias corrections use
-// t = step + 1), read from `step_on_device` when set (GPU only: a step
-// replayed from a CUDA graph, as `lr_on_device`). SGD ignores the step.
+// t = step + 1, the moving average's warm-up timm's step + 1), read from
+// `step_on_device` when set (GPU only: a step replayed from a CUDA graph, as
+// `lr_on_device`). SGD without a moving average ignores the step.
 void optimizer_step(Context& ctx, ParameterArenas& arenas, const SgdConfig& config, float lr, uint64_t step,
                     const float* lr_on_device = nullptr, const uint64_t* step_on_device = nullptr);
+
+// The moving average of the running statistics after step `step` (read from
+// `step_on_device` when set, as optimizer_step): average = lerp(average,
+// value, 1 - decay_step) (kernels/ema_math.h), both flat tensors of one size.
+void ema_average(Context& ctx, Tensor& average, const Tensor& value, double decay, uint64_t step,
+                 const uint64_t* step_on_device = nullptr);
 
 }  // namespace ops
 

@@ -26,6 +26,19 @@ void ParameterArenas::add_adamw_state() {
   if (!exp_avg_sq.defined()) exp_avg_sq = Tensor::zeros(params.shape(), params.device());
 }
 
+void ParameterArenas::add_ema(const Tensor& state) {
+  if (ema.defined()) return;
+  ema = Tensor::zeros(params.shape(), params.device());
+  ema_state = Tensor::zeros(state.defined() ? state.shape() : Shape{1}, params.device());
+  restart_ema(state);
+}
+
+void ParameterArenas::restart_ema(const Tensor& state) {
+  if (!ema.defined()) return;
+  ema.copy_from(params);
+  if (state.defined()) ema_state.copy_from(state);
+}
+
 namespace {
 int64_t fan_in(const Shape& s) { return s.rank() <= 1 ? s[0] : s.per_sample(); }
 int64_t fan_out(const Shape& s) {

@@ -59,6 +59,18 @@ public:
   // Gives the arenas AdamW's second-moment arena, zeros (once; before any
   // step, while nothing else runs on the device).
   void add_adamw_state();
+  // --ema: the exponential moving average of the weights (flat [total], the
+  // same offsets; the optimizer's pass moves it) and of the running
+  // statistics (the model's state arena's size; ops::ema_average after their
+  // combination); undefined without a moving average.
+  Tensor ema, ema_state;
+  // Gives the arenas their averages, starting from the weights and from
+  // `state` (the running statistics; may be empty), as timm's copy of the
+  // model (once; before any step, while nothing else runs on the device).
+  void add_ema(const Tensor& state);
+  // The averages become the weights and statistics they are now (a resumed
+  // checkpoint that kept none).
+  void restart_ema(const Tensor& state);
   // Precision bf16: the weights rounded to bf16 (DType::bf16, flat [total],
   // the same offsets, padding zero), the copy convolutions and linear layers
   // read; undefined in the other precisions. sgd_step rewrites it with every

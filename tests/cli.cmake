@@ -5,6 +5,7 @@
 # tests/cli/test_cli_weights.py (--init and export) and
 # tests/cli/test_cli_best.py (--keep-best, --early-stop),
 # tests/cli/test_cli_optimizer.py (--optimizer adamw, its state and resume),
+# tests/cli/test_cli_ema.py (--ema: its average saved, resumed and evaluated),
 # tests/cli/test_cli_inputs.py (what a hostile user hands over: FIFOs, links,
 # counts, a cache cut while it is read) and tests/cli/test_cli_onnx.py (export
 # --format onnx against OpenCV's dnn module; only when ONNX is built in) make
@@ -36,6 +37,7 @@ lockstep_cli_tests(test_cli_weights.py CliWeights)
 lockstep_cli_tests(test_cli_inputs.py CliInputs)
 lockstep_cli_tests(test_cli_best.py CliBest)
 lockstep_cli_tests(test_cli_optimizer.py CliOptimizer)
+lockstep_cli_tests(test_cli_ema.py CliEma)
 if(LOCKSTEP_WITH_ONNX)
   lockstep_cli_tests(test_cli_onnx.py CliOnnx)
 endif()

@@ -15,7 +15,9 @@ constexpr const char* format_tag = "lockstep-checkpoint-1";
 
 // Every tensor a checkpoint holds, in a fixed order: the model's, then the
 // optimizer's state, whose names say which optimizer kept it (SGD's
-// momentum, AdamW's exp_avg and exp_avg_sq as torch.optim.AdamW's state).
+// momentum, AdamW's exp_avg and exp_avg_sq as torch.optim.AdamW's state),
+// then the moving average of the weights and statistics under the model's
+// names after "ema." (--ema, as timm's ModelEmaV3 averages the state dict).
 std::vector<StateTensor> checkpoint_tensors(Model& model, bool with_optimizer_state = true) {
   std::vector<StateTensor> out = model_state_tensors(model);
   if (!with_optimizer_state) return out;
@@ -28,6 +30,11 @@ std::vector<StateTensor> checkpoint_tensors(Model& model, bool with_optimizer_st
     for (size_t i = 0; i < a.entries().size(); ++i)
       out.push_back({"exp_avg_sq." + a.entries()[i].name, a.entries()[i].shape,
                      a.exp_avg_sq.view(a.entries()[i].offset, a.entries()[i].shape)});
+  if (a.ema.defined()) {
+    for (const ParamEntry& e : a.entries()) out.push_back({"ema." + e.name, e.shape, a.ema.view(e.offset, e.shape)});
+    for (const ParamEntry& e : model.state_entries())
+      out.push_back({"ema." + e.name, e.shape, a.ema_state.view(e.offset, e.shape)});
+  }
   return out;
 }
 
@@ -75,7 +82,7 @@ CheckpointInfo info_from(const std::map<std::string, std::string>& meta, const s
 }  // namespace
 
 bool is_optimizer_state(const std::string& name) {
-  for (const char* prefix : {"momentum.", "exp_avg.", "exp_avg_sq."})
+  for (const char* prefix : {"momentum.", "exp_avg.", "exp_avg_sq.", "ema."})
     if (name.rfind(prefix, 0) == 0) return true;
   return false;
 }
@@ -135,6 +142,9 @@ void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path
            "checkpoint ", path, " has damaged metadata: ", ck.info.class_names.size(), " class names for its model's ",
            model.num_classes(), " classes");
   std::vector<StateTensor> targets = checkpoint_tensors(model, with_optimizer_state);
+  // A checkpoint without a moving average leaves the model's as it is (the caller starts it again).
+  if (!has_ema(ck))
+    std::erase_if(targets, [](const StateTensor& t) { return t.name.rfind("ema.", 0) == 0; });
   std::string problems;
   for (const StateTensor& t : targets) {
     auto it = ck.tensors.find(t.name);
@@ -156,6 +166,32 @@ void load_into(Model& model, const LoadedCheckpoint& ck, const std::string& path
     t.tensor.copy_from(Tensor::from_vector(shape, values));
   }
   model.arenas().params_bf16_stale = true;  // precision bf16: the weights' copy is made again
+}
+
+bool has_ema(const LoadedCheckpoint& checkpoint) {
+  for (const auto& [name, tensor] : checkpoint.tensors)
+    if (name.rfind("ema.", 0) == 0) return true;
+  return false;
+}
+
+LoadedCheckpoint without_ema(LoadedCheckpoint checkpoint) {
+  std::erase_if(checkpoint.tensors, [](const auto& entry) { return entry.first.rfind("ema.", 0) == 0; });
+  return checkpoint;
+}
+
+LoadedCheckpoint with_ema_weights(LoadedCheckpoint checkpoint, const std::string& path) {
+  std::string missing;
+  for (auto& [name, tensor] : checkpoint.tensors) {
+    if (is_optimizer_state(name)) continue;
+    const auto average = checkpoint.tensors.find("ema." + name);
+    if (average == checkpoint.tensors.end() || average->second.first != tensor.first)
+      missing += (missing.empty() ? "" : ", ") + name;
+    else
+      tensor.second = average->second.second;
+  }
+  LS_CHECK(missing.empty(), "checkpoint ", path, " holds a moving average of its weights without (or in another "
+           "shape than) ", missing);
+  return without_ema(std::move(checkpoint));
 }
 
 }  // namespace lockstep

@@ -3,7 +3,8 @@
 // parameters, running statistics and the optimizer's state as named f32
 // tensors ("<node>.<name>"; SGD's "momentum.<node>.<name>", AdamW's
 // "exp_avg.<node>.<name>" and "exp_avg_sq.<node>.<name>", its step t being
-// the metadata's step + 1 at the next update), and in "__metadata__" the model
+// the metadata's step + 1 at the next update; with --ema the moving average
+// of every weight and statistic, "ema.<node>.<name>"), and in "__metadata__" the model
 // spec, class names, epoch, step, seed, the schedule position and a CRC-32 of
 // the tensor data, so a damaged file is refused instead of loaded. Written to
 // a temporary file beside the target, flushed and renamed: a crash never
@@ -58,10 +59,22 @@ CheckpointInfo read_checkpoint_info(const std::string& path);
 // nothing is changed when anything does not match. The optimizer's state
 // must be the one the model's arenas keep (SGD's, or AdamW's after
 // add_adamw_state); without `with_optimizer_state` (eval, predict) it is
-// neither needed nor read.
+// neither needed nor read. A model with a moving average (--ema) takes the
+// checkpoint's; one that holds none leaves the model's untouched.
 void load_into(Model& model, const LoadedCheckpoint& checkpoint, const std::string& path,
                bool with_optimizer_state = true);
-// A tensor of the optimizer's state, by its checkpoint name.
+// A tensor of the optimizer's state (the moving average's included), by its
+// checkpoint name.
 bool is_optimizer_state(const std::string& name);
+
+// --ema: whether the checkpoint holds the moving average of the weights and
+// statistics ("ema.<name>").
+bool has_ema(const LoadedCheckpoint& checkpoint);
+// The checkpoint without its moving average.
+LoadedCheckpoint without_ema(LoadedCheckpoint checkpoint);
+// The checkpoint with its moving average in place of the weights and
+// statistics, under their names, and no "ema." tensors left: what eval,
+// predict and export read. An Error naming `path` when a tensor has no average.
+LoadedCheckpoint with_ema_weights(LoadedCheckpoint checkpoint, const std::string& path);
 
 }  // namespace lockstep

@@ -26,7 +26,7 @@ Trainer::Trainer(ReplicaManager& replicas, BatchSource& train, BatchSource* test
   LS_CHECK(train_.num_classes() == replicas_.model(0).num_classes(), "the data has ", train_.num_classes(),
            " classes but the model was built for ", replicas_.model(0).num_classes());
   config_.schedule.total_epochs = static_cast<double>(config_.epochs);
-  replicas_.prepare_optimizer(config_.sgd.optimizer);
+  replicas_.prepare_optimizer(config_.sgd);
   LS_CHECK(config_.early_stop >= 0, "the early-stopping patience must not be negative, got ", config_.early_stop);
   LS_CHECK(test_ || !tracks_best(), "keeping the best checkpoint and early stopping compare test scores, and there "
            "is no test set");
@@ -96,6 +96,9 @@ void Trainer::resume(const LoadedCheckpoint& checkpoint, const std::string& path
            checkpoint.info.model_spec, "', not '", replicas_.model(0).spec(), "'");
   load_into(replicas_.model(0), checkpoint, path);
   replicas_.broadcast_from_first();
+  // A checkpoint written without --ema: the average starts from its weights (the caller says so).
+  ema_restarted_ = config_.sgd.ema_decay > 0.0 && !has_ema(checkpoint);
+  if (ema_restarted_) replicas_.restart_ema();
   replicas_.set_step(static_cast<uint64_t>(checkpoint.info.step));
   epoch_ = checkpoint.info.epoch;
   batch_in_epoch_ = checkpoint.info.batch_in_epoch;
@@ -211,7 +214,20 @@ bool Trainer::run() {
   return true;
 }
 
-Evaluation Trainer::evaluate(BatchSource& data) { return evaluate_model(replicas_, data); }
+Evaluation Trainer::evaluate(BatchSource& data) {
+  if (config_.sgd.ema_decay <= 0.0) return evaluate_model(replicas_, data);
+  // The moving average in the weights' place for the evaluation, then back (the same bits).
+  replicas_.swap_ema();
+  Evaluation e;
+  try {
+    e = evaluate_model(replicas_, data);
+  } catch (...) {
+    replicas_.swap_ema();
+    throw;
+  }
+  replicas_.swap_ema();
+  return e;
+}
 
 Evaluation evaluate_model(ReplicaManager& replicas, BatchSource& data) {
   const int64_t classes = replicas.model(0).num_classes();

@@ -104,7 +104,10 @@ public:
   // signal handler.
   void request_stop() { stop_requested_.store(true); }
 
+  // Of the moving average of the weights and statistics with config.sgd.ema_decay (--ema), else of the weights.
   Evaluation evaluate(BatchSource& data);
+  // After resume(): the checkpoint held no moving average, which --ema started from its weights.
+  bool ema_restarted() const { return ema_restarted_; }
   CheckpointInfo checkpoint_info() const;
   // Refuses (an Error, nothing written) weights that are no longer finite.
   void save(const std::string& path);
@@ -132,6 +135,7 @@ private:
   bool early_stop_reached() const { return config_.early_stop > 0 && best_.epochs_since >= config_.early_stop; }
   BestScore best_;
   bool early_stopped_ = false;
+  bool ema_restarted_ = false;
 };
 
 }  // namespace lockstep

@@ -20,6 +20,7 @@ struct EvalSettings {
   bool force = false;  // --plot may replace a file that is not a PNG (never the checkpoint or the data)
   bool skip_bad_images = false;
   std::string precision;  // empty: the one the checkpoint was trained in
+  bool no_ema = false;    // the raw weights of a checkpoint that holds a moving average (train --ema)
 };
 int run_eval(const EvalSettings& settings);
 
@@ -29,6 +30,7 @@ struct PredictSettings {
   int64_t top = 5;
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   bool json = false;  // JSON lines instead of a table
+  bool no_ema = false;  // as eval's
 };
 int run_predict(const PredictSettings& settings);
 
@@ -37,6 +39,7 @@ struct ExportSettings {
   std::string format = "torchvision";  // or timm: the tensors' names; or onnx: a model for inference
   bool force = false;  // the output may replace a file of another kind (never the checkpoint)
   bool include_preprocessing = false;  // onnx: the input's normalisation as nodes, not metadata
+  bool no_ema = false;  // as eval's
 };
 int run_export(const ExportSettings& settings);
 // --format onnx (onnx_export/export_onnx.cpp; without ONNX built in, a refusal that says so).

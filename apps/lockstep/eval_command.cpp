@@ -141,11 +141,13 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
            sets.test->num_classes(), " classes, the checkpoint's model ", replicas.model(0).num_classes());
   check_sample_shape(sets.test->sample_shape(), replicas.model(0).input_shape(), data_path);
   auto loader = data::make_eval_loader(sets.test, s.batch, norm, s.threads, s.skip_bad_images);
+  const std::string weights = take_inference_weights(ck, s.checkpoint, s.no_ema);
   load_into(replicas.model(0), ck, s.checkpoint, /*with_optimizer_state=*/false);
   replicas.broadcast_from_first();
 
   Evaluation e = evaluate_model(replicas, *loader);
   if (world && world->rank() != 0) return 0;
+  if (!weights.empty()) std::printf("%s\n", weights.c_str());
   std::printf("%s on %s in %s: loss %.4f accuracy %.2f%% (%lld samples)\n", spec.c_str(), data_path.c_str(),
               precision.c_str(), e.loss, 100.0 * e.accuracy, static_cast<long long>(e.count));
   ProgressReporter reporter(1, s.threads, "", false);

@@ -93,7 +93,9 @@ int run_export(const ExportSettings& settings) {
   // A running train may write either path (its checkpoint, its metrics): not while it does.
   const OutputLock state_dict_lock(state_dict.path, state_dict.option), classes_lock(classes.path, classes.option);
   const StateDictNames names = parse_state_dict_names(settings.format, "--format");
-  const LoadedCheckpoint checkpoint = read_checkpoint(settings.checkpoint);
+  LoadedCheckpoint checkpoint = read_checkpoint(settings.checkpoint);
+  const std::string weights = take_inference_weights(checkpoint, settings.checkpoint, settings.no_ema);
+  if (!weights.empty()) std::printf("%s\n", weights.c_str());
   export_state_dict(checkpoint, settings.checkpoint, names, input_of(checkpoint), settings.output);
   std::printf("%s: %s state dict of %s (%zu classes; names in %s)\n", settings.output.c_str(),
               settings.format.c_str(), checkpoint.info.model_spec.c_str(), checkpoint.info.class_names.size(),

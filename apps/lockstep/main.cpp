@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   eval_cmd->add_flag("--skip-bad-images", eval.skip_bad_images, "skip undecodable images, report them");
   eval_cmd->add_option("--precision", eval.precision, "fp32, tf32 or bf16 (default: the one the checkpoint trained in)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  const char* no_ema_help = "the raw weights of a checkpoint trained with --ema (default: its moving average)";
+  eval_cmd->add_flag("--no-ema", eval.no_ema, no_ema_help);
 
   PredictSettings predict;
   CLI::App* predict_cmd = app.add_subcommand("predict", "top-5 classes of image files and folders of them");
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   predict_cmd->add_flag("--json", predict.json, "one JSON object per image instead of a table");
   predict_cmd->add_option("--max-image-pixels", predict.max_image_pixels, "refuse images declaring more pixels")
       ->check(CLI::PositiveNumber);
+  predict_cmd->add_flag("--no-ema", predict.no_ema, no_ema_help);
   predict_cmd->add_option("images", predict.images, "image files, or folders searched for images")->required();
 
   ExportSettings export_settings;
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"torchvision", "timm", "onnx"}));
   export_cmd->add_flag("--include-preprocessing", export_settings.include_preprocessing,
                        "onnx: normalise the input in the graph (default: its mean and std in the metadata)");
+  export_cmd->add_flag("--no-ema", export_settings.no_ema, no_ema_help);
   export_cmd->add_option("checkpoint", export_settings.checkpoint,
                          "checkpoint (of a tv-* model, except for onnx)")->required();
   export_cmd->add_option("output", export_settings.output,

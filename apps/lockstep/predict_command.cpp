@@ -93,7 +93,10 @@ int run_predict(const PredictSettings& s) {
   LS_CHECK(!s.images.empty(), "predict needs at least one image file or folder");
   LoadedCheckpoint ck = read_checkpoint(s.checkpoint);
   auto model = build_model_from_spec(ck.info.model_spec, Device::cpu(), 0);
+  const std::string weights = take_inference_weights(ck, s.checkpoint, s.no_ema);
   load_into(*model, ck, s.checkpoint, /*with_optimizer_state=*/false);
+  // JSON lines keep stdout to one object a line: the note goes to stderr there.
+  if (!weights.empty()) std::fprintf(s.json ? stderr : stdout, "%s\n", weights.c_str());
   const data::Normalization norm = checkpoint_normalization(ck.info.extra);
   const std::vector<std::string> images = expand_images(s.images);
   data::DataOptions fit;  // the checkpoint's way of fitting an image to the input, as its test images

@@ -44,6 +44,10 @@ struct TrainSettings {
   float weight_decay = 5e-4f;
   float clip_grad_norm = 0.0f;  // 0: no gradient clipping
   float label_smoothing = 0.0f; // e in [0, 1): train towards (1 - e) onehot + e / classes
+  // --ema D in (0, 1): the exponential moving average of the weights and
+  // statistics (timm's ModelEmaV3 with its warm-up; kernels/ema_math.h), which
+  // evaluation uses; 0: none. Saved, may change on resume.
+  double ema = 0.0;
   // Mixup and CutMix (data/mix.h, timm's Mixup in 'batch' mode): the Beta
   // alphas (0: off), the chance a batch is mixed, and the chance of CutMix
   // when both alphas are set.

@@ -70,6 +70,13 @@ void note_optimizer(const S& s) {
                 s.betas.second, s.eps, s.weight_decay);
 }
 
+// What evaluation reads with --ema.
+void note_ema(const S& s) {
+  if (s.ema > 0.0)
+    std::printf("weights: exponential moving average (decay %g) for evaluation, the per-class table and the best "
+                "epoch; the checkpoint keeps both\n", s.ema);
+}
+
 std::vector<SettingEntry> declare_settings() {
   const CLI::Validator count = whole_number(std::numeric_limits<int64_t>::max());
   std::vector<SettingEntry> t;
@@ -243,6 +250,20 @@ std::vector<SettingEntry> declare_settings() {
                     LS_CHECK(s.label_smoothing >= 0.0f && s.label_smoothing < 1.0f, "--label-smoothing ",
                              s.label_smoothing, ": expected a number in [0, 1)");
                   }));
+  // The decay may change on resume (the average goes on with the new one);
+  // a checkpoint without an average starts one from its weights (Trainer::resume).
+  t.push_back(setting(&S::ema, "--ema",
+                      "D in (0, 1): keep an exponential moving average of the weights and batch-norm statistics "
+                      "(timm's ModelEmaV3 with its warm-up: decay min(D, 1 - (1 + k)^(-2/3)) after step k), which "
+                      "evaluation, --keep-best, eval, predict and export then use; e.g. 0.999. Default: none")
+                  .validated(CLI::Range(0.0, 1.0))
+                  .saved("ema")
+                  .agreed()
+                  .checked([](const S& s) {
+                    LS_CHECK(!s.given.contains("--ema") || (s.ema > 0.0 && s.ema < 1.0), "--ema ", s.ema,
+                             ": expected a decay strictly between 0 and 1, as 0.999 (leave the flag out for none)");
+                  })
+                  .noted(note_ema));
   // Mixup and CutMix may change on resume: the batches from the resumed one
   // on are mixed with the new values (each batch's draw comes from the seed,
   // the epoch and the batch, never from what came before).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <nlohmann/json.hpp>
@@ -116,6 +117,20 @@ std::string checkpoint_setting(const std::map<std::string, std::string>& extra, 
 data::Normalization checkpoint_normalization(const std::map<std::string, std::string>& extra) {
   const auto it = extra.find("normalization");
   return it == extra.end() ? data::Normalization{} : normalization_from_json(it->second);
+}
+
+std::string take_inference_weights(LoadedCheckpoint& checkpoint, const std::string& path, bool raw) {
+  if (!has_ema(checkpoint)) return "";
+  const std::string decay = checkpoint_setting(checkpoint.info.extra, "ema");
+  if (raw) {
+    checkpoint = without_ema(std::move(checkpoint));
+    return "weights: raw (--no-ema), not the checkpoint's exponential moving average";
+  }
+  checkpoint = with_ema_weights(std::move(checkpoint), path);
+  char text[96];
+  std::snprintf(text, sizeof text, "weights: exponential moving average (decay %g)",
+                decay.empty() ? 0.0 : std::strtod(decay.c_str(), nullptr));
+  return decay.empty() ? "weights: exponential moving average" : text;
 }
 
 }  // namespace lockstep::app

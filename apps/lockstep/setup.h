@@ -9,6 +9,7 @@
 #include "data/augment.h"
 #include "data/open_dataset.h"
 #include "runtime/device.h"
+#include "training/checkpoint.h"
 
 namespace lockstep::app {
 
@@ -53,5 +54,11 @@ data::Normalization normalization_from_json(const std::string& text);
 std::string checkpoint_setting(const std::map<std::string, std::string>& extra, const std::string& key);
 // The normalisation a checkpoint saved; none (no mean, no std) when it saved none.
 data::Normalization checkpoint_normalization(const std::map<std::string, std::string>& extra);
+
+// The weights eval, predict and export read: the checkpoint's moving average
+// of the weights and statistics (train --ema) in their place where it holds
+// one, unless `raw` (--no-ema). Returns the line that says which ("" for a
+// checkpoint without an average).
+std::string take_inference_weights(LoadedCheckpoint& checkpoint, const std::string& path, bool raw);
 
 }  // namespace lockstep::app

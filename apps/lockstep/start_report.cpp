@@ -34,6 +34,9 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
     std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(resume_info.batch_in_epoch),
                 static_cast<long long>(trainer.step()));
+  if (trainer.ema_restarted())
+    std::printf("notice: %s holds no moving average of its weights; --ema starts one from them now, its warm-up "
+                "at step %lld\n", s.resume.c_str(), static_cast<long long>(trainer.step()));
   if (augmented_on_gpus(s, devices[0].is_cuda()))
     std::printf("training batches cross to the GPU%s as bytes; crop, flip and normalisation run there\n",
                 devices.size() == 1 ? "" : "s");

@@ -65,6 +65,7 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
     config.sgd.beta2 = s.betas.second;
     config.sgd.eps = s.eps;
   }
+  config.sgd.ema_decay = s.ema;
   config.sgd.backbone_lr_scale = s.freeze_backbone ? 0.0f : s.backbone_lr_scale;
   if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = head_offset;
   config.seed = s.seed;

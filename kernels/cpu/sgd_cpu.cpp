@@ -6,14 +6,17 @@
 
 #include "kernels/adamw_math.h"
 #include "kernels/bf16_math.h"
+#include "kernels/ema_math.h"
 #include "kernels/cpu/lane_sums.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace lockstep::cpu {
 
 void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegment* segments, int segment_count,
-                  const SgdHyper& hyper, uint16_t* weights_bf16, float* exp_avg_sq) {
+                  const SgdHyper& hyper, uint16_t* weights_bf16, float* exp_avg_sq, float* ema) {
   const float scale = hyper.grad_scale ? *hyper.grad_scale : 1.0f;
+  const bool average = hyper.ema_decay > 0.0;
+  const float ema_w = average ? ema_weight(hyper.ema_decay, adamw_step_index(hyper)) : 0.0f;
   for (int s = 0; s < segment_count; ++s) {
     const ArenaSegment& seg = segments[s];
     float decay = seg.decay ? hyper.weight_decay : 0.0f;
@@ -23,6 +26,7 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
     float* g = grads + seg.offset;
     float* v = velocity + seg.offset;
     uint16_t* wb = weights_bf16 ? weights_bf16 + seg.offset : nullptr;
+    float* e = average ? ema + seg.offset : nullptr;
     if (hyper.adamw) {
       const AdamwScalars scalars = adamw_scalars(hyper, lr, adamw_step_index(hyper));
       float* v2 = exp_avg_sq + seg.offset;
@@ -30,6 +34,7 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
         g[i] *= scale;
         adamw_element(w[i], g[i], v[i], v2[i], hyper, scalars, seg.decay);
         if (wb) wb[i] = float_to_bf16(w[i]);
+        if (e) e[i] = ema_lerp(e[i], w[i], ema_w);
       });
       continue;
     }
@@ -38,8 +43,13 @@ void sgd_momentum(float* weights, float* grads, float* velocity, const ArenaSegm
       g[i] *= scale;
       sgd_momentum_element(w[i], g[i], v[i], lr, hyper.momentum, decay, hyper.nesterov);
       if (wb) wb[i] = float_to_bf16(w[i]);
+      if (e) e[i] = ema_lerp(e[i], w[i], ema_w);
     });
   }
+}
+
+void ema_average(float* average, const float* value, int64_t n, float weight) {
+  parallel_elements(n, [&](int64_t i) { average[i] = ema_lerp(average[i], value[i], weight); });
 }
 
 double sum_of_squares(const float* x, int64_t n) {

@@ -25,6 +25,7 @@
 #include "base/error.h"
 #include "kernels/adamw_math.h"
 #include "kernels/bf16_math.h"
+#include "kernels/ema_math.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -71,15 +72,24 @@ __device__ __forceinline__ void adamw4(float4& w, float4& g, float4& v, float4& 
   adamw_element(w.w, g.w, v.w, s.w, h, a, decayed);
 }
 
+// The moving average of the updated weights (kernels/ema_math.h) on a float4.
+__device__ __forceinline__ void ema4(float4& e, const float4& w, float weight) {
+  e.x = ema_lerp(e.x, w.x, weight);
+  e.y = ema_lerp(e.y, w.y, weight);
+  e.z = ema_lerp(e.z, w.z, weight);
+  e.w = ema_lerp(e.w, w.w, weight);
+}
+
 __device__ __forceinline__ ushort4 to_bf16(const float4& w) {
   return make_ushort4(float_to_bf16(w.x), float_to_bf16(w.y), float_to_bf16(w.z), float_to_bf16(w.w));
 }
 
 // Bf16: also writes the bf16 copy of the updated weights to wb. Adam: the
-// AdamW update, with its second moment in s (unused otherwise).
-template <int Capacity, bool Bf16, bool Adam>
+// AdamW update, with its second moment in s (unused otherwise). Ema: also
+// moves the average of the updated fp32 weights in e.
+template <int Capacity, bool Bf16, bool Adam, bool Ema>
 __global__ void __launch_bounds__(kThreads)
-    sgd_momentum_kernel(float* w, float* g, float* v, float* s, uint16_t* wb,
+    sgd_momentum_kernel(float* w, float* g, float* v, float* s, uint16_t* wb, float* e,
                         const __grid_constant__ DecayToggles<Capacity> toggles, const SgdHyper given) {
   SgdHyper hyper = given;
   if (hyper.lr_on_device) hyper.lr = *hyper.lr_on_device;
@@ -91,13 +101,16 @@ __global__ void __launch_bounds__(kThreads)
     rest = adamw_scalars(hyper, hyper.lr, step);
     backbone = adamw_scalars(hyper, hyper.lr * hyper.lr_scale, step);
   }
+  // The average's weight of this step, each thread working it out alike from the step.
+  const float ema_w = Ema ? ema_weight(hyper.ema_decay, adamw_step_index(hyper)) : 0.0f;
   float4* w4 = reinterpret_cast<float4*>(w) + toggles.first_vec;
   float4* g4 = reinterpret_cast<float4*>(g) + toggles.first_vec;
   float4* v4 = reinterpret_cast<float4*>(v) + toggles.first_vec;
   float4* s4 = reinterpret_cast<float4*>(s) + toggles.first_vec;
+  float4* e4 = reinterpret_cast<float4*>(e) + toggles.first_vec;
   const int64_t tile = static_cast<int64_t>(blockIdx.x) * kVecsPerBlock;
 
-  float4 wr[kVecsPerThread], gr[kVecsPerThread], vr[kVecsPerThread], sr[kVecsPerThread];
+  float4 wr[kVecsPerThread], gr[kVecsPerThread], vr[kVecsPerThread], sr[kVecsPerThread], er[kVecsPerThread];
 #pragma unroll
   for (int k = 0; k < kVecsPerThread; ++k) {
     int64_t i = tile + k * kThreads + threadIdx.x;
@@ -106,6 +119,7 @@ __global__ void __launch_bounds__(kThreads)
       gr[k] = g4[i];
       vr[k] = v4[i];
       if (Adam) sr[k] = s4[i];
+      if (Ema) er[k] = e4[i];
     }
   }
   if (hyper.grad_scale) {
@@ -135,6 +149,10 @@ __global__ void __launch_bounds__(kThreads)
         update4(wr[k], gr[k], vr[k], element_lr(hyper, hyper.lr, element), decay, hyper);
       }
       if (Bf16) reinterpret_cast<ushort4*>(wb)[toggles.first_vec + i] = to_bf16(wr[k]);
+      if (Ema) {
+        ema4(er[k], wr[k], ema_w);
+        e4[i] = er[k];
+      }
       w4[i] = wr[k];
       v4[i] = vr[k];
       g4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -145,15 +163,16 @@ __global__ void __launch_bounds__(kThreads)
     int64_t vec = toggles.vec_count;  // the partial float4 after the last whole one
     const bool decayed = (toggles_not_after(toggles, vec) + toggles.initial) & 1;
     int64_t base = (toggles.first_vec + vec) * 4;
-    for (int e = 0; e < toggles.tail; ++e) {
-      if (hyper.grad_scale) g[base + e] *= *hyper.grad_scale;
+    for (int t = 0; t < toggles.tail; ++t) {
+      if (hyper.grad_scale) g[base + t] *= *hyper.grad_scale;
       if (Adam)
-        adamw_element(w[base + e], g[base + e], v[base + e], s[base + e], hyper,
-                      base + e < hyper.scaled_elements ? backbone : rest, decayed);
+        adamw_element(w[base + t], g[base + t], v[base + t], s[base + t], hyper,
+                      base + t < hyper.scaled_elements ? backbone : rest, decayed);
       else
-        sgd_momentum_element(w[base + e], g[base + e], v[base + e], element_lr(hyper, hyper.lr, base + e),
+        sgd_momentum_element(w[base + t], g[base + t], v[base + t], element_lr(hyper, hyper.lr, base + t),
                              hyper.momentum, decayed ? hyper.weight_decay : 0.0f, hyper.nesterov);
-      if (Bf16) wb[base + e] = float_to_bf16(w[base + e]);
+      if (Bf16) wb[base + t] = float_to_bf16(w[base + t]);
+      if (Ema) e[base + t] = ema_lerp(e[base + t], w[base + t], ema_w);
     }
   }
 }
@@ -180,21 +199,30 @@ __global__ void __launch_bounds__(detail::kThreads)
   if (threadIdx.x == 0) *scale = clip_coefficient(total, max_norm);
 }
 
-template <int Capacity, bool Adam>
-void launch_as(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_t* wb,
+template <int Capacity, bool Adam, bool Ema>
+void launch_kernel(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_t* wb, float* e,
                const DecayToggles<Capacity>& toggles, const SgdHyper& hyper) {
   int64_t blocks = std::max<int64_t>(1, (toggles.vec_count + kVecsPerBlock - 1) / kVecsPerBlock);
   if (wb)
     LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream,
-              sgd_momentum_kernel<Capacity, true, Adam>)(w, g, v, s, wb, toggles, hyper);
+              sgd_momentum_kernel<Capacity, true, Adam, Ema>)(w, g, v, s, wb, e, toggles, hyper);
   else
     LS_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream,
-              sgd_momentum_kernel<Capacity, false, Adam>)(w, g, v, s, wb, toggles, hyper);
+              sgd_momentum_kernel<Capacity, false, Adam, Ema>)(w, g, v, s, wb, e, toggles, hyper);
   LS_CUDA_CHECK_LAUNCH("sgd_momentum_kernel");
 }
 
+template <int Capacity, bool Adam>
+void launch_as(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_t* wb, float* e,
+               const DecayToggles<Capacity>& toggles, const SgdHyper& hyper) {
+  if (e)
+    launch_kernel<Capacity, Adam, true>(stream, w, g, v, s, wb, e, toggles, hyper);
+  else
+    launch_kernel<Capacity, Adam, false>(stream, w, g, v, s, wb, e, toggles, hyper);
+}
+
 template <int Capacity>
-void launch(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_t* wb, int64_t first_vec,
+void launch(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_t* wb, float* e, int64_t first_vec,
             int64_t vec_count, int tail, int initial, const uint32_t* toggles_begin, int count, const SgdHyper& hyper) {
   DecayToggles<Capacity> toggles{};
   toggles.first_vec = first_vec;
@@ -204,19 +232,21 @@ void launch(cudaStream_t stream, float* w, float* g, float* v, float* s, uint16_
   toggles.initial = initial;
   for (int i = 0; i < count; ++i) toggles.at[i] = static_cast<uint32_t>(toggles_begin[i] - first_vec);
   if (hyper.adamw)
-    launch_as<Capacity, true>(stream, w, g, v, s, wb, toggles, hyper);
+    launch_as<Capacity, true>(stream, w, g, v, s, wb, e, toggles, hyper);
   else
-    launch_as<Capacity, false>(stream, w, g, v, s, wb, toggles, hyper);
+    launch_as<Capacity, false>(stream, w, g, v, s, wb, e, toggles, hyper);
 }
 
 }  // namespace
 
 void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
-                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb, float* s) {
+                  const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb, float* s,
+                  float* e) {
   if (total <= 0) return;
   LS_CHECK(!hyper.adamw || s, "sgd_momentum: AdamW without a second-moment arena");
+  LS_CHECK((hyper.ema_decay > 0.0) == (e != nullptr), "sgd_momentum: a moving average needs both its decay and its arena");
   for (const void* p : {static_cast<const void*>(w), static_cast<const void*>(g), static_cast<const void*>(v),
-                        static_cast<const void*>(wb), static_cast<const void*>(s)})
+                        static_cast<const void*>(wb), static_cast<const void*>(s), static_cast<const void*>(e)})
     LS_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0, "sgd_momentum: arena pointer ", p, " is not 16-byte aligned");
   const int64_t vecs = total / 4;
   LS_CHECK(vecs < (int64_t(1) << 32), "sgd_momentum: arena of ", total, " elements is too large for one update");
@@ -241,7 +271,7 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
   const int count = static_cast<int>(toggles.size());
 
   if (count <= kSmallCapacity) {
-    launch<kSmallCapacity>(stream, w, g, v, s, wb, 0, vecs, tail, 0, toggles.data(), count, hyper);
+    launch<kSmallCapacity>(stream, w, g, v, s, wb, e, 0, vecs, tail, 0, toggles.data(), count, hyper);
     return;
   }
   // One launch per kLargeCapacity toggles: piece p starts at its first toggle
@@ -251,9 +281,30 @@ void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t tot
     int64_t begin = first == 0 ? 0 : toggles[first];
     int64_t end = last == count ? vecs : toggles[last];
     int initial = first % 2;  // toggles before this piece: an even count leaves decay off
-    launch<kLargeCapacity>(stream, w, g, v, s, wb, begin, end - begin, last == count ? tail : 0, initial,
+    launch<kLargeCapacity>(stream, w, g, v, s, wb, e, begin, end - begin, last == count ? tail : 0, initial,
                            toggles.data() + first, last - first, hyper);
   }
+}
+
+namespace {
+// The moving average of the running statistics: one thread per value, the
+// weight worked out from the step in each thread (device memory in a replayed graph).
+__global__ void __launch_bounds__(detail::kThreads)
+    ema_average_kernel(float* average, const float* value, int64_t n, double decay, uint64_t step,
+                       const uint64_t* step_on_device) {
+  const float weight = ema_weight(decay, step_on_device ? *step_on_device : step);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    average[i] = ema_lerp(average[i], value[i], weight);
+}
+}  // namespace
+
+void ema_average(cudaStream_t stream, float* average, const float* value, int64_t n, double decay, uint64_t step,
+                 const uint64_t* step_on_device) {
+  if (n <= 0) return;
+  const int blocks = static_cast<int>(std::min<int64_t>(1024, (n + detail::kThreads - 1) / detail::kThreads));
+  LS_LAUNCH(static_cast<unsigned>(blocks), detail::kThreads, 0, stream, ema_average_kernel)(average, value, n, decay,
+                                                                                           step, step_on_device);
+  LS_CUDA_CHECK_LAUNCH("ema_average_kernel");
 }
 
 size_t clip_scale_scratch_bytes() { return kClipBlocks * sizeof(double); }

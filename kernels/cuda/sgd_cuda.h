@@ -25,9 +25,18 @@ namespace lockstep::cuda {
 // instead, v holding exp_avg and `s` (16-byte aligned, `total` elements) the
 // second moment; the scalars of step t are worked out in the kernel from
 // hyper.step or *hyper.step_on_device, so a replayed graph follows t.
+// With hyper.ema_decay > 0, `e` (16-byte aligned, `total` elements) takes the
+// moving average of the updated fp32 weights (kernels/ema_math.h), its step
+// read as AdamW's t is, in the same launch.
 void sgd_momentum(cudaStream_t stream, float* w, float* g, float* v, int64_t total,
                   const std::vector<ArenaSegment>& segments, const SgdHyper& hyper, uint16_t* wb = nullptr,
-                  float* s = nullptr);
+                  float* s = nullptr, float* e = nullptr);
+
+// average[i] = ema_lerp(average[i], value[i], the weight of `step` for `decay`)
+// over n values (the running statistics), the step read from
+// `step_on_device` when set (a replayed graph).
+void ema_average(cudaStream_t stream, float* average, const float* value, int64_t n, double decay, uint64_t step,
+                 const uint64_t* step_on_device);
 
 // Device scratch clip_scale needs (bytes).
 size_t clip_scale_scratch_bytes();

@@ -194,7 +194,7 @@ TEST_CASE("the metadata keys, the changes refused on resume and the compared set
   std::set<std::string> keys;
   for (const auto& [key, value] : to_metadata(parse({}))) keys.insert(key);
   CHECK(keys == std::set<std::string>{"augment",       "backbone_lr_scale", "batch",          "betas",
-                                      "clip_grad_norm", "eps",              "optimizer",
+                                      "clip_grad_norm", "eps",              "optimizer",      "ema",
                                       "data",          "drop_last",         "dropout",        "early_stop",
                                       "epochs",        "freeze_backbone",   "input",          "keep_best",
                                       "label_smoothing", "limit",
@@ -232,6 +232,7 @@ TEST_CASE("the metadata keys, the changes refused on resume and the compared set
                                           "--weight-decay",
                                           "--clip-grad-norm",
                                           "--label-smoothing",
+                                          "--ema",
                                           "--mixup",
                                           "--cutmix",
                                           "--mixup-prob",

@@ -80,8 +80,8 @@ TEST_CASE("N replicas train with adamw to the same parameters and state as one r
   adamw.optimizer = Optimizer::adamw;
   ReplicaManager one(plain_model, {Device::cpu()});
   ReplicaManager many(plain_model, std::vector<Device>(replicas, Device::cpu()), {.bucket_bytes = 256});
-  one.prepare_optimizer(Optimizer::adamw);
-  many.prepare_optimizer(Optimizer::adamw);
+  one.prepare_optimizer(adamw);
+  many.prepare_optimizer(adamw);
   for (size_t s = 0; s < batch_sizes.size(); ++s) {
     HostBatch batch = make_batch(batch_sizes[s], 100 + s);
     const float lr = 1e-3f * static_cast<float>(s + 1);
@@ -95,6 +95,45 @@ TEST_CASE("N replicas train with adamw to the same parameters and state as one r
   require_close(m.params.to_vector(), o.params.to_vector(), 1e-5, 1e-7, "parameter");
   require_close(m.momentum.to_vector(), o.momentum.to_vector(), 1e-4, 1e-7, "exp_avg");
   require_close(m.exp_avg_sq.to_vector(), o.exp_avg_sq.to_vector(), 1e-4, 1e-9, "exp_avg_sq");
+}
+
+// The moving averages of the weights (in the optimizer's pass) and of the
+// statistics (after their combination) follow what N replicas keep as one.
+TEST_CASE("N replicas keep the same moving average as one replica", "[replica][ema]") {
+  const int replicas = GENERATE(2, 3);
+  INFO(replicas << " replicas");
+  SgdConfig averaged = sgd;
+  averaged.ema_decay = 0.7;
+  const std::vector<int64_t> batch_sizes = {10, 3, 7, 10, 5, 6};
+  {
+    ReplicaManager one(plain_model, {Device::cpu()});
+    ReplicaManager many(plain_model, std::vector<Device>(replicas, Device::cpu()), {.bucket_bytes = 256});
+    one.prepare_optimizer(averaged);
+    many.prepare_optimizer(averaged);
+    for (size_t s = 0; s < batch_sizes.size(); ++s) {
+      HostBatch batch = make_batch(batch_sizes[s], 100 + s);
+      one.train_step(batch, 0.05f, averaged);
+      many.train_step(batch, 0.05f, averaged);
+      REQUIRE(many.replicas_identical());
+    }
+    const ParameterArenas &m = many.model(0).arenas(), &o = one.model(0).arenas();
+    REQUIRE(o.ema.to_vector() != o.params.to_vector());  // an average, not the weights
+    require_close(m.ema.to_vector(), o.ema.to_vector(), 1e-5, 1e-7, "weights' average");
+  }
+  // Learning rate 0 keeps a BN model's weights equal (as below), so the statistics follow the same batches.
+  ReplicaManager one(bn_model, {Device::cpu()});
+  ReplicaManager many(bn_model, std::vector<Device>(replicas, Device::cpu()));
+  one.prepare_optimizer(averaged);
+  many.prepare_optimizer(averaged);
+  for (size_t s = 0; s < batch_sizes.size(); ++s) {
+    HostBatch batch = make_batch(batch_sizes[s], 300 + s, 1000.0f);
+    one.train_step(batch, 0.0f, averaged);
+    many.train_step(batch, 0.0f, averaged);
+    REQUIRE(many.replicas_identical());
+  }
+  const std::vector<float> average = one.model(0).arenas().ema_state.to_vector();
+  REQUIRE(average != one.model(0).state_arena().to_vector());
+  require_close(many.model(0).arenas().ema_state.to_vector(), average, 1e-5, 1e-6, "statistics' average");
 }
 
 TEST_CASE("N replicas keep the same batch-norm running statistics as one replica", "[replica][batchnorm2d]") {

@@ -22,6 +22,9 @@ const SafetensorsFile& references() {
 }
 const HostTensor& reference(const std::string& name) { return references().at(name); }
 float meta_float(const std::string& key) { return std::stof(references().metadata.at(key)); }
+
+}  // namespace
+
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -45,19 +48,55 @@ void require_close(const std::vector<float>& got, const HostTensor& want, const 
   }
 }
 
-}  // namespace
+ParameterArenas stored_arenas(const SafetensorsFile& file, const std::vector<std::string>& names, Device device,
+                              bool bf16_copy) {
+  std::vector<ParamSpec> specs;
+  for (const std::string& name : names)
+    specs.push_back({name, file.at(name + ".init").shape, Init::zeros, name.find("weight") != std::string::npos});
+  ParameterArenas arenas(specs, device, true);
+  if (bf16_copy) arenas.params_bf16 = Tensor::zeros(arenas.params.shape(), device, DType::bf16);
+  for (size_t i = 0; i < names.size(); ++i)
+    arenas.param(i).copy_from(Tensor::from_vector(arenas.param(i).shape(), file.at(names[i] + ".init").values));
+  return arenas;
+}
+
+void stored_step(Context& ctx, ParameterArenas& arenas, const SafetensorsFile& file,
+                 const std::vector<std::string>& names, const SgdConfig& config, float lr, size_t step,
+                 bool on_device) {
+  for (size_t i = 0; i < names.size(); ++i)
+    arenas.grad(i).copy_from(
+        Tensor::from_vector(arenas.grad(i).shape(), file.at(names[i] + ".grad" + std::to_string(step)).values));
+  if (on_device) {
+    // [lr, unused, step as 8 bytes]: as ReplicaGraph's buffer.
+    std::vector<float> values(4, 0.0f);
+    values[0] = lr;
+    const uint64_t index = step;
+    std::memcpy(&values[2], &index, sizeof index);
+    const Tensor staged = Tensor::from_vector(Shape{4}, values).to(ctx.device());
+    const float* lr_at = staged.data();
+    const auto* step_at = reinterpret_cast<const uint64_t*>(staged.data() + 2);
+    // The host's values say another step: the device's must win.
+    ops::optimizer_step(ctx, arenas, config, 1.0f, 1000, lr_at, step_at);
+  } else {
+    ops::optimizer_step(ctx, arenas, config, lr, step);
+  }
+  ctx.synchronize();
+  for (float g : arenas.grads.to_vector()) REQUIRE(g == 0.0f);  // cleared for the next step
+  if (arenas.params_bf16.defined()) {
+    const std::vector<float> w = arenas.params.to_vector(), copy = arenas.params_bf16.to_vector();
+    for (size_t i = 0; i < w.size(); ++i) {
+      INFO("bf16 copy element " << i);
+      REQUIRE(copy[i] == bf16_to_float(float_to_bf16(w[i])));
+    }
+    REQUIRE_FALSE(arenas.params_bf16_stale);
+  }
+}
 
 int replay_torch_adamw(Context& ctx, const AdamwReplay& how) {
   const std::vector<std::string> names = split(references().metadata.at("tensors"));
   const std::vector<std::string> lrs = split(references().metadata.at("lrs"));
-  std::vector<ParamSpec> specs;
-  for (const std::string& name : names)
-    specs.push_back({name, reference(name + ".init").shape, Init::zeros, name.find("weight") != std::string::npos});
-  ParameterArenas arenas(specs, ctx.device(), true);
+  ParameterArenas arenas = stored_arenas(references(), names, ctx.device(), how.bf16_copy);
   arenas.add_adamw_state();
-  if (how.bf16_copy) arenas.params_bf16 = Tensor::zeros(arenas.params.shape(), ctx.device(), DType::bf16);
-  for (size_t i = 0; i < names.size(); ++i)
-    arenas.param(i).copy_from(Tensor::from_vector(arenas.param(i).shape(), reference(names[i] + ".init").values));
 
   SgdConfig config;
   config.optimizer = Optimizer::adamw;
@@ -67,28 +106,9 @@ int replay_torch_adamw(Context& ctx, const AdamwReplay& how) {
   config.eps = meta_float("eps");
   config.backbone_lr_scale = meta_float("backbone_scale");
   config.backbone_elements = arenas.entries()[2].offset;  // the conv's weight and bias
-  // [lr, unused, step as 8 bytes]: as ReplicaGraph's buffer.
-  Tensor on_device = Tensor::zeros(Shape{4}, ctx.device());
   for (size_t step = 0; step < lrs.size(); ++step) {
     INFO("step " << step << (how.bf16_copy ? ", bf16 copy" : "") << (how.rates_on_device ? ", rates on device" : ""));
-    for (size_t i = 0; i < names.size(); ++i)
-      arenas.grad(i).copy_from(
-          Tensor::from_vector(arenas.grad(i).shape(), reference(names[i] + ".grad" + std::to_string(step)).values));
-    const float lr = std::stof(lrs[step]);
-    if (how.rates_on_device) {
-      std::vector<float> values(4, 0.0f);
-      values[0] = lr;
-      const uint64_t index = step;
-      std::memcpy(&values[2], &index, sizeof index);
-      on_device.copy_from(Tensor::from_vector(Shape{4}, values));
-      const float* lr_at = on_device.data();
-      const auto* step_at = reinterpret_cast<const uint64_t*>(on_device.data() + 2);
-      // The host's values say another step: the device's must win.
-      ops::optimizer_step(ctx, arenas, config, 1.0f, 1000, lr_at, step_at);
-    } else {
-      ops::optimizer_step(ctx, arenas, config, lr, step);
-    }
-    ctx.synchronize();
+    stored_step(ctx, arenas, references(), names, config, std::stof(lrs[step]), step, how.rates_on_device);
     for (size_t i = 0; i < names.size(); ++i) {
       const std::string at = std::to_string(step);
       const ParamEntry& e = arenas.entries()[i];
@@ -97,15 +117,6 @@ int replay_torch_adamw(Context& ctx, const AdamwReplay& how) {
                     names[i] + " exp_avg");
       require_close(arenas.exp_avg_sq.view(e.offset, e.shape).to_vector(), reference(names[i] + ".exp_avg_sq" + at),
                     names[i] + " exp_avg_sq");
-    }
-    for (float g : arenas.grads.to_vector()) REQUIRE(g == 0.0f);  // cleared for the next step
-    if (how.bf16_copy) {
-      const std::vector<float> w = arenas.params.to_vector(), copy = arenas.params_bf16.to_vector();
-      for (size_t i = 0; i < w.size(); ++i) {
-        INFO("bf16 copy element " << i);
-        REQUIRE(copy[i] == bf16_to_float(float_to_bf16(w[i])));
-      }
-      REQUIRE_FALSE(arenas.params_bf16_stale);
     }
   }
   return static_cast<int>(lrs.size());

@@ -20,6 +20,10 @@ RunOutcome outcome_of(ReplicaManager& manager, std::vector<StepMetrics> metrics)
   out.params = m.arenas().params.to_vector();
   out.momentum = m.arenas().momentum.to_vector();
   if (m.arenas().exp_avg_sq.defined()) out.exp_avg_sq = m.arenas().exp_avg_sq.to_vector();
+  if (m.arenas().ema.defined()) {
+    out.ema = m.arenas().ema.to_vector();
+    out.ema_state = m.arenas().ema_state.to_vector();
+  }
   if (m.state_arena().defined() && m.state_arena().numel() > 0) out.state = m.state_arena().to_vector();
   return out;
 }
@@ -36,6 +40,8 @@ void check_same_outcome(const RunOutcome& a, const RunOutcome& b) {
   CHECK(same_bits(a.momentum, b.momentum));
   CHECK(same_bits(a.state, b.state));
   CHECK(same_bits(a.exp_avg_sq, b.exp_avg_sq));
+  CHECK(same_bits(a.ema, b.ema));
+  CHECK(same_bits(a.ema_state, b.ema_state));
 }
 
 }  // namespace lockstep::testing

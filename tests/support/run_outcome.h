@@ -13,6 +13,7 @@ struct RunOutcome {
   std::vector<StepMetrics> metrics;
   std::vector<float> params, momentum, state;
   std::vector<float> exp_avg_sq;  // AdamW's second moment (empty under SGD)
+  std::vector<float> ema, ema_state;  // the moving averages (empty without one)
 };
 
 // Replica 0's parameters, momentum and statistics, with the run's `metrics`.

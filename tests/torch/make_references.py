@@ -6,6 +6,7 @@ anew in the build tree to check the stored ones (tests/torch.cmake):
   ops.safetensors                op-by-op results (ops_oracle.py)
   adamw.safetensors              5 steps of torch.optim.AdamW on fixed weights and gradients (adamw_oracle.py)
   trivial_augment.safetensors    torchvision's TrivialAugmentWide operations on three small images (trivial_oracle.py)
+  ema.safetensors                6 steps of timm's moving average over SGD and AdamW, and of statistics (ema_oracle.py)
   golden_resnet20.safetensors    5 SGD steps of resnet20, 8 samples of 3x8x8 (golden.py)
   golden_simple_cnn.safetensors  5 SGD steps of simple-cnn, 8 samples of 1x28x28 (golden.py)
 """
@@ -17,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "peers"))  # the PyTorch models
 
 import adamw_oracle  # noqa: E402
+import ema_oracle  # noqa: E402
 import golden  # noqa: E402
 import ops_oracle  # noqa: E402
 import trivial_oracle  # noqa: E402
@@ -31,6 +33,7 @@ def main(argv):
     ops_oracle.write(os.path.join(out, "ops.safetensors"))
     adamw_oracle.write(os.path.join(out, "adamw.safetensors"))
     trivial_oracle.write(os.path.join(out, "trivial_augment.safetensors"))
+    ema_oracle.write(os.path.join(out, "ema.safetensors"))
     # Seeds and margins: see golden.py. Every ReLU input of these runs stays
     # this far from zero in float64, well beyond the float32 error of either
     # side at that depth (~3e-6 after resnet20's 19 layers and 5 steps, ~1e-7

@@ -37,7 +37,9 @@ int run_onnx_export(const ExportSettings& settings) {
   check_output_file(out, {{settings.checkpoint, "the checkpoint"}}, settings.force);
   // A running train may write this path (its checkpoint, its metrics): not while it does.
   const OutputLock lock(out.path, out.option);
-  const LoadedCheckpoint checkpoint = read_checkpoint(settings.checkpoint);
+  LoadedCheckpoint checkpoint = read_checkpoint(settings.checkpoint);
+  const std::string weights = take_inference_weights(checkpoint, settings.checkpoint, settings.no_ema);
+  if (!weights.empty()) std::printf("%s\n", weights.c_str());
   const onnx::ModelProto model =
       onnx_export::onnx_model(checkpoint, settings.checkpoint, settings.include_preprocessing);
   // Protobuf cannot read a message above 2 GiB; ONNX keeps larger weights in

@@ -11,7 +11,7 @@ set(lockstep_long_tests
   torch_pretrained_write 430
   torch_pretrained 415
   torch_pretrained_export 263
-  "a tv model's export loads back into another of the same architecture, every tensor equal" 193
+  "a tv model's export loads back into another of the same architecture, every tensor equal" 60
   "resnet50 vgg16 vgg16-bn vgg-f and deep-cnn train_step on the gpu equals the cpu" 167
   cli.test_fine_tuning_an_export_beats_as_many_steps_from_scratch_or_from_an_untrained_export 160
   "tf32 and bf16 train simple-cnn and resnet20 to fp32's accuracy on the cpu over three seeds" 135

@@ -113,8 +113,9 @@ void print_file_input(const InputPreprocessing& file, const data::Normalization&
 
 }  // namespace
 
-void print_init(const TrainSettings& s, const RunFiles& files, const PretrainedLoad& init_result, int64_t classes,
+void print_init(const RunFiles& files, const TrainData& d, const PretrainedLoad& init_result,
                 const data::Normalization& used) {
+  const int64_t classes = d.train->num_classes();
   std::printf("initialised from %s: %lld tensors (%s names)\n", files.init_path.c_str(),
               static_cast<long long>(init_result.tensors),
               init_result.names == StateDictNames::timm ? "timm" : "torchvision");
@@ -129,7 +130,7 @@ void print_init(const TrainSettings& s, const RunFiles& files, const PretrainedL
                 init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
                 static_cast<long long>(classes));
   }
-  if (init_result.file_input) print_file_input(*init_result.file_input, used, s.input);
+  if (init_result.file_input) print_file_input(*init_result.file_input, used, d.input_size);
   std::fflush(stdout);
 }
 

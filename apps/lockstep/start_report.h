@@ -28,11 +28,11 @@ void print_start(const TrainSettings& s, const SettledRun& run, const std::strin
 void print_data_and_model_notes(const TrainSettings& s, const RunPlan& plan, const TrainData& d,
                                 const std::string& normalize_note);
 
-// What --init (`files`) loaded into a model of `classes` classes, the
-// classifier it re-initialised, and the input the file's model was trained
-// on (an export says), with a notice when this run's (`used`, --input) is
-// another.
-void print_init(const TrainSettings& s, const RunFiles& files, const PretrainedLoad& init_result, int64_t classes,
+// What --init (`files`) loaded into a model of the training set's classes,
+// the classifier it re-initialised, and the input the file's model was
+// trained on (an export says), with a notice when this run's (`used`, and
+// d.input_size) is another.
+void print_init(const RunFiles& files, const TrainData& d, const PretrainedLoad& init_result,
                 const data::Normalization& used);
 
 }  // namespace lockstep::app

@@ -154,7 +154,7 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
   for (const std::string& line : replaced) std::fprintf(stderr, "%s\n", line.c_str());
   print_data_and_model_notes(s, run.plan, train_data, normalize_note);
   if (models.initialised())
-    print_init(s, files, models.init_result(), train_data.train->num_classes(), loaders.train->normalization());
+    print_init(files, train_data, models.init_result(), loaders.train->normalization());
   if (devices[0].is_cuda())
     std::printf("%s\n", replicas.graphs_in_use() ? "steps replayed from a CUDA graph while the batch size stays "
                                                    "(--cuda-graphs off: every step eager)"

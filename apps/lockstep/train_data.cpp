@@ -79,6 +79,7 @@ TrainData open_data(const TrainSettings& s, const RunFiles& files) {
     d.sets.test = separate.test;
     d.sets.skipped.merge(separate.skipped);
   }
+  d.input_size = s.input;
   d.train = limit_dataset(d.sets.train, s.limit);
   d.test = d.sets.test ? limit_dataset(d.sets.test, s.test_limit) : nullptr;
   return d;

@@ -22,6 +22,9 @@ struct TrainData {
   std::shared_ptr<const data::Dataset> train, test;
   int64_t cache_budget = 0, decoded_bytes = 0;
   bool decoded_kept = false;
+  // --input as settled: the CxHxW an image folder's images are resized to,
+  // which the start report compares with what --init's model was trained on.
+  std::string input_size;
 };
 
 // --data a cache file (`data_path`, lockstep cache): --input, --test-fraction

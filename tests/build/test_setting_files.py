@@ -27,7 +27,6 @@ MOST_FILES = 3
 # set as LoaderConfig::threads, and --resume, as the call Trainer::resume.
 KNOWN_WIDER = {
     "seed": {"train_data.cpp", "train_options.cpp"},
-    "input": {"start_report.cpp", "train_data.cpp"},
     "resume": {"settled_run.cpp", "train_command.cpp"},
     "threads": {"settled_run.cpp", "train_data.cpp"},
 }

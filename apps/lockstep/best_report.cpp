@@ -5,10 +5,10 @@
 
 namespace lockstep::app {
 
-void report_best(const TrainSettings& s, const BestScore& best, ProgressReporter& reporter) {
+void report_best(const RunFiles& files, const BestScore& best, ProgressReporter& reporter) {
   nlohmann::json line{{"type", "best"}, {"epoch", best.epoch}, {"test_accuracy", best.test_accuracy}};
-  if (s.keep_best) {
-    const std::string path = best_checkpoint_path(s);
+  if (files.keeps_best()) {
+    const std::string& path = files.best_path;
     std::printf("best test accuracy so far (%.2f%%): checkpoint written to %s\n", 100.0 * best.test_accuracy,
                 path.c_str());
     line["checkpoint"] = path;
@@ -18,13 +18,14 @@ void report_best(const TrainSettings& s, const BestScore& best, ProgressReporter
   reporter.write_json(line.dump());
 }
 
-void report_early_stop(const TrainSettings& s, const BestScore& best, int64_t completed, bool resumed_stopped,
-                       ProgressReporter& reporter) {
-  const std::string where = s.keep_best ? "its checkpoint is " + best_checkpoint_path(s)
-                                        : std::string("its checkpoint was not kept (--keep-best keeps it)");
+void report_early_stop(const RunFiles& files, const RunPlan& plan, const BestScore& best, int64_t completed,
+                       bool resumed_stopped, ProgressReporter& reporter) {
+  const std::string where = files.keeps_best() ? "its checkpoint is " + files.best_path
+                                               : std::string("its checkpoint was not kept (--keep-best keeps it)");
   if (resumed_stopped)
     std::printf("%s stopped early at epoch %lld: nothing to train (a larger --early-stop than %lld goes on)\n",
-                s.resume.c_str(), static_cast<long long>(completed), static_cast<long long>(s.early_stop));
+                files.resume_path.c_str(), static_cast<long long>(completed),
+                static_cast<long long>(plan.early_stop_patience));
   else
     std::printf("stopped early after epoch %lld: the test accuracy has not improved for %lld epochs\n",
                 static_cast<long long>(completed), static_cast<long long>(best.epochs_since));
@@ -35,7 +36,7 @@ void report_early_stop(const TrainSettings& s, const BestScore& best, int64_t co
                       {"epoch", completed},
                       {"best_epoch", best.epoch},
                       {"best_test_accuracy", best.test_accuracy}};
-  line["best_checkpoint"] = s.keep_best ? nlohmann::json(best_checkpoint_path(s)) : nlohmann::json(nullptr);
+  line["best_checkpoint"] = files.keeps_best() ? nlohmann::json(files.best_path) : nlohmann::json(nullptr);
   reporter.write_json(line.dump());
 }
 

@@ -60,9 +60,7 @@ void check_picture_output(const std::string& path, const std::string& option, co
   check_output_file(picture(path, option), inputs, force);
 }
 
-void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t replicas_in_world,
-                       int64_t local_replicas) {
-  const int64_t batch = s.batch;
+void check_step_memory(int64_t batch, const std::string& spec, int64_t replicas_in_world, int64_t local_replicas) {
   // The largest slice a replica gets (the remainder goes to the first ones);
   // the CPU keeps activations in FP32 whatever the precision.
   const int64_t per_replica = batch / replicas_in_world + (batch % replicas_in_world != 0 ? 1 : 0);
@@ -92,34 +90,36 @@ void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t 
           "another --model");
 }
 
-void check_outputs(const TrainSettings& s) {
-  const std::vector<InputPath> inputs = {{s.data, "--data"}, {s.test_data, "--test-data"}, {s.init, "--init"}};
-  OutputFile checkpoint{s.checkpoint, "--checkpoint", "a lockstep checkpoint", is_checkpoint_file};
+void check_outputs(const RunFiles& files) {
+  const std::vector<InputPath> inputs = {
+      {files.data_path, "--data"}, {files.test_data_path, "--test-data"}, {files.init_path, "--init"}};
+  OutputFile checkpoint{files.checkpoint_path, "--checkpoint", "a lockstep checkpoint", is_checkpoint_file};
   refuse_output_link(checkpoint);
-  check_output_file(checkpoint, inputs, s.force);
+  check_output_file(checkpoint, inputs, files.forced);
   std::vector<OutputFile> outputs = {checkpoint};
-  if (s.keep_best) {
-    OutputFile best{best_checkpoint_path(s), "--keep-best", "a lockstep checkpoint", is_checkpoint_file};
+  if (files.keeps_best()) {
+    OutputFile best{files.best_path, "--keep-best", "a lockstep checkpoint", is_checkpoint_file};
     refuse_output_link(best);
-    check_output_file(best, inputs, s.force);
+    check_output_file(best, inputs, files.forced);
     outputs.push_back(best);
   }
-  if (!s.metrics.empty()) {
-    OutputFile metrics{s.metrics, "--metrics", "a lockstep metrics file", is_metrics_file, /*allow_special=*/true};
+  if (!files.metrics_path.empty()) {
+    OutputFile metrics{files.metrics_path, "--metrics", "a lockstep metrics file", is_metrics_file,
+                       /*allow_special=*/true};
     refuse_output_link(metrics);
-    check_output_file(metrics, inputs, s.force);
+    check_output_file(metrics, inputs, files.forced);
     outputs.push_back(metrics);
   }
   // The curve: --plot, or beside the checkpoint under its name with .png
   // (so `--checkpoint m.png` names the curve's file too, and is refused).
-  const OutputFile curve = picture(curve_path(s), s.plot.empty() ? "the training curve (--plot)" : "--plot");
+  const OutputFile curve = picture(files.curve_path, files.curve_option);
   make_picture_folder(curve.path, curve.option);
   refuse_output_link(curve);
-  check_output_file(curve, inputs, s.force);
+  check_output_file(curve, inputs, files.forced);
   outputs.push_back(curve);
   // The locks the run takes beside its outputs (run_locks.h) are outputs
   // too: no other output may name one.
-  for (const RunOutput& locked : locked_outputs(s))
+  for (const RunOutput& locked : locked_outputs(files))
     outputs.push_back(OutputFile{locked.path + ".lock", "the lock file of " + locked.option, "a lock file", nullptr});
   check_distinct_outputs(outputs);
 }
@@ -129,7 +129,7 @@ namespace {
 // A checkpoint file this run will replace (--checkpoint, --keep-best's) that
 // holds an earlier run's: refused when of another model (unless --force),
 // else a notice. `when`: when the run replaces it.
-void check_replaced_checkpoint(const TrainSettings& s, const std::string& spec, const std::string& path,
+void check_replaced_checkpoint(const RunFiles& files, const std::string& spec, const std::string& path,
                                const std::string& option, const std::string& when,
                                std::vector<std::string>& notices) {
   std::error_code ec;
@@ -142,26 +142,29 @@ void check_replaced_checkpoint(const TrainSettings& s, const std::string& spec, 
   const std::string held = !info ? std::string("a damaged checkpoint")
                                  : "an earlier run's checkpoint of '" + info->model_spec + "' (epoch " +
                                        std::to_string(info->epoch) + ", step " + std::to_string(info->step) + ")";
-  LS_CHECK(!info || info->model_spec == spec || s.force, option, " ", path, " holds ", held, ", and this run of '",
-           spec, "' would replace it: give another --checkpoint, --resume ", s.checkpoint,
-           " to go on with it, or --force to replace it");
+  LS_CHECK(!info || info->model_spec == spec || files.forced, option, " ", path, " holds ", held,
+           ", and this run of '", spec, "' would replace it: give another --checkpoint, --resume ",
+           files.checkpoint_path, " to go on with it, or --force to replace it");
   notices.push_back("notice: " + option + " " + path + " holds " + held + ", which this run replaces " + when);
 }
 
 }  // namespace
 
-std::vector<std::string> check_replaced_outputs(const TrainSettings& s, const std::string& spec) {
+std::vector<std::string> check_replaced_outputs(const RunFiles& files, const std::string& spec) {
   std::vector<std::string> notices;
   std::error_code ec;
-  const bool own = !s.resume.empty() && std::filesystem::equivalent(s.resume, s.checkpoint, ec);
-  if (!own) check_replaced_checkpoint(s, spec, s.checkpoint, "--checkpoint", "at the end of its first epoch", notices);
+  const bool own = files.resuming() && std::filesystem::equivalent(files.resume_path, files.checkpoint_path, ec);
+  if (!own)
+    check_replaced_checkpoint(files, spec, files.checkpoint_path, "--checkpoint", "at the end of its first epoch",
+                              notices);
   // A resumed run's best file is its own, beaten only by a better epoch.
-  if (s.keep_best && s.resume.empty())
-    check_replaced_checkpoint(s, spec, best_checkpoint_path(s), "--keep-best",
-                              "at the end of its first evaluated epoch", notices);
-  if (!s.metrics.empty() && s.resume.empty() && std::filesystem::is_regular_file(s.metrics, ec) &&
-      std::filesystem::file_size(s.metrics, ec) > 0)
-    notices.push_back("notice: --metrics " + s.metrics + " holds an earlier run's lines, which this run replaces");
+  if (files.keeps_best() && !files.resuming())
+    check_replaced_checkpoint(files, spec, files.best_path, "--keep-best", "at the end of its first evaluated epoch",
+                              notices);
+  const std::string& metrics = files.metrics_path;
+  if (!metrics.empty() && !files.resuming() && std::filesystem::is_regular_file(metrics, ec) &&
+      std::filesystem::file_size(metrics, ec) > 0)
+    notices.push_back("notice: --metrics " + metrics + " holds an earlier run's lines, which this run replaces");
   return notices;
 }
 

@@ -10,7 +10,7 @@
 
 #include "data/dataset.h"
 #include "runtime/batch_source.h"
-#include "settings.h"
+#include "run_plan.h"
 #include "training/output_files.h"
 
 namespace lockstep::app {
@@ -24,15 +24,14 @@ bool is_png_file(const std::string& path);
 
 // A CPU run whose replicas' activations would not fit the memory available
 // (setup.h's available_memory_bytes) is refused before anything is
-// allocated, naming --batch, --input and the model: `spec` is the model's,
-// `replicas_in_world` every replica of every process, `local_replicas` this
-// process's.
-void check_step_memory(const TrainSettings& s, const std::string& spec, int64_t replicas_in_world,
-                       int64_t local_replicas);
+// allocated, naming --batch, --input and the model: `batch` is the global
+// batch, `spec` the model's, `replicas_in_world` every replica of every
+// process, `local_replicas` this process's.
+void check_step_memory(int64_t batch, const std::string& spec, int64_t replicas_in_world, int64_t local_replicas);
 
 // --checkpoint, --metrics, the training curve and --keep-best's checkpoint
 // (after the defaults are applied).
-void check_outputs(const TrainSettings& s);
+void check_outputs(const RunFiles& files);
 
 // A picture lockstep will draw at `path` (`option` names it in errors): a
 // regular file, not one of `inputs`, a PNG already or empty or absent unless
@@ -44,7 +43,7 @@ void check_picture_output(const std::string& path, const std::string& option, co
 // which it would replace: a checkpoint of another model than `spec` is
 // refused unless --force (or --resume, which goes on with it); otherwise
 // returns the notices that say what will be replaced (empty: nothing).
-std::vector<std::string> check_replaced_outputs(const TrainSettings& s, const std::string& spec);
+std::vector<std::string> check_replaced_outputs(const RunFiles& files, const std::string& spec);
 
 // The test set against the training set, and its first batch read through
 // the loader evaluation will use.

@@ -6,12 +6,12 @@
 
 namespace lockstep::app {
 
-ReplicaModels::ReplicaModels(const TrainSettings& s, std::string spec, std::vector<std::string> class_names)
-    : spec_(std::move(spec)), seed_(s.seed), freeze_backbone_(s.freeze_backbone),
+ReplicaModels::ReplicaModels(const ModelStart& start, std::string spec, std::vector<std::string> class_names)
+    : spec_(std::move(spec)), seed_(start.seed), freeze_backbone_(start.freeze_backbone),
       class_names_(std::move(class_names)) {
-  if (!s.init.empty()) {
-    check_torchvision_model(spec_, "--init " + s.init);
-    pretrained_ = read_pretrained(s.init);
+  if (!start.init_path.empty()) {
+    check_torchvision_model(spec_, "--init " + start.init_path);
+    pretrained_ = read_pretrained(start.init_path);
   }
 }
 

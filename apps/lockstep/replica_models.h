@@ -10,16 +10,23 @@
 #include <vector>
 
 #include "distributed/replica_manager.h"
-#include "settings.h"
 #include "training/pretrained.h"
 
 namespace lockstep::app {
+
+// How every replica's model starts (train_options.h's model_start makes it
+// from the settings).
+struct ModelStart {
+  uint64_t seed = 1;             // of the initial weights
+  bool freeze_backbone = false;  // --freeze-backbone
+  std::string init_path;         // --init's pretrained weights; "" when none
+};
 
 class ReplicaModels {
 public:
   // Reads --init's weights (when given) and checks that `spec` can take
   // them; `class_names`: the training set's, matched with the file's.
-  ReplicaModels(const TrainSettings& s, std::string spec, std::vector<std::string> class_names);
+  ReplicaModels(const ModelStart& start, std::string spec, std::vector<std::string> class_names);
 
   // For ReplicaManager: builds a replica's model. This object outlives the replicas.
   ModelFactory factory();

@@ -4,21 +4,22 @@
 
 namespace lockstep::app {
 
-std::vector<RunOutput> locked_outputs(const TrainSettings& s) {
-  std::vector<RunOutput> out = {{s.checkpoint, "--checkpoint"}};
+std::vector<RunOutput> locked_outputs(const RunFiles& files) {
+  std::vector<RunOutput> out = {{files.checkpoint_path, "--checkpoint"}};
   std::error_code ec;
   // A device or FIFO is shared by design (/dev/null), and no lock file can go beside it.
-  const auto metrics = std::filesystem::status(s.metrics, ec);
-  if (!s.metrics.empty() && (!std::filesystem::exists(metrics) || std::filesystem::is_regular_file(metrics)))
-    out.push_back({s.metrics, "--metrics"});
-  out.push_back({curve_path(s), s.plot.empty() ? "the training curve (--plot)" : "--plot"});
-  if (s.keep_best) out.push_back({best_checkpoint_path(s), "--keep-best"});
+  const auto metrics = std::filesystem::status(files.metrics_path, ec);
+  if (!files.metrics_path.empty() && (!std::filesystem::exists(metrics) || std::filesystem::is_regular_file(metrics)))
+    out.push_back({files.metrics_path, "--metrics"});
+  out.push_back({files.curve_path, files.curve_option});
+  if (files.keeps_best()) out.push_back({files.best_path, "--keep-best"});
   return out;
 }
 
-std::vector<std::unique_ptr<OutputLock>> lock_run_outputs(const TrainSettings& s) {
+std::vector<std::unique_ptr<OutputLock>> lock_run_outputs(const RunFiles& files) {
   std::vector<std::unique_ptr<OutputLock>> locks;
-  for (const RunOutput& out : locked_outputs(s)) locks.push_back(std::make_unique<OutputLock>(out.path, out.option));
+  for (const RunOutput& out : locked_outputs(files))
+    locks.push_back(std::make_unique<OutputLock>(out.path, out.option));
   return locks;
 }
 

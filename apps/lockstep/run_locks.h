@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "settings.h"
+#include "run_plan.h"
 #include "training/output_lock.h"
 
 namespace lockstep::app {
@@ -20,9 +20,9 @@ struct RunOutput {
 };
 
 // The files a run writes that take a lock: not a --metrics that is a device or a FIFO (/dev/null).
-std::vector<RunOutput> locked_outputs(const TrainSettings& s);
+std::vector<RunOutput> locked_outputs(const RunFiles& files);
 
-// Takes every lock of locked_outputs(s), or throws (releasing those taken).
-std::vector<std::unique_ptr<OutputLock>> lock_run_outputs(const TrainSettings& s);
+// Takes every lock of locked_outputs(files), or throws (releasing those taken).
+std::vector<std::unique_ptr<OutputLock>> lock_run_outputs(const RunFiles& files);
 
 }  // namespace lockstep::app

@@ -2,9 +2,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <exception>
-#include <filesystem>
-#include <utility>
 
 #include "base/error.h"
 
@@ -23,18 +20,6 @@ AdamBetas parse_betas(const std::string& text) {
   LS_CHECK(read && values[0] >= 0.0f && values[0] < 1.0f && values[1] >= 0.0f && values[1] < 1.0f, "--betas '", text,
            "': expected two numbers in [0, 1) with a comma between them, as 0.9,0.999");
   return {values[0], values[1]};
-}
-
-std::string curve_path(const TrainSettings& s) {
-  if (!s.plot.empty()) return s.plot;
-  return std::filesystem::path(s.checkpoint).replace_extension(".png").string();
-}
-
-std::string best_checkpoint_path(const TrainSettings& s) {
-  const std::string suffix = ".safetensors";
-  const std::string& c = s.checkpoint;
-  const bool named = c.size() > suffix.size() && c.compare(c.size() - suffix.size(), suffix.size(), suffix) == 0;
-  return (named ? c.substr(0, c.size() - suffix.size()) : c) + ".best" + suffix;
 }
 
 }  // namespace lockstep::app

@@ -98,7 +98,7 @@ struct TrainSettings {
   std::optional<Duration> time_limit;  // "10m", "1h", "20s": stop, evaluate and checkpoint past it
   std::string plot;             // training-curve PNG (empty: beside the checkpoint); not saved
   // The checkpoint of the epoch with the best test accuracy is also written
-  // to best_checkpoint_path(); saved, so a resumed run keeps it up.
+  // to RunFiles::best_path (run_plan.h); saved, so a resumed run keeps it up.
   bool keep_best = false;
   int64_t early_stop = 0;       // stop after this many epochs without a better test accuracy (0: never)
   bool sync_bn = false;         // batch-norm statistics over all replicas in forward
@@ -125,11 +125,5 @@ struct TrainSettings {
 
 // --betas "B1,B2": each a number in [0, 1), or an Error naming the flag and the text.
 AdamBetas parse_betas(const std::string& text);
-
-// The training-curve PNG: --plot, or the checkpoint's name with .png.
-std::string curve_path(const TrainSettings& s);
-// --keep-best's file: NAME.best.safetensors for the checkpoint NAME.safetensors
-// (or NAME.best.safetensors beside a checkpoint NAME of another extension).
-std::string best_checkpoint_path(const TrainSettings& s);
 
 }  // namespace lockstep::app

@@ -21,22 +21,25 @@ std::string world_text(const std::vector<Device>& devices, const ProcessGroup* w
 
 }  // namespace
 
-void print_start(const TrainSettings& s, const std::string& spec, const TrainData& d,
-                 const std::vector<Device>& devices, const ProcessGroup* world, const Trainer& trainer,
-                 const CheckpointInfo& resume_info) {
-  if (s.devices == "all" && devices[0].is_cpu()) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
+void print_start(const TrainSettings& s, const SettledRun& run, const std::string& spec, const TrainData& d,
+                 const ProcessGroup* world, const Trainer& trainer) {
+  const std::vector<Device>& devices = run.replica_devices;
+  const RunPlan& plan = run.plan;
+  if (plan.no_gpu_found) std::fprintf(stderr, "notice: no GPU found, training on the CPU\n");
   std::printf("training %s on %s (%s, %lld training samples%s) %s [%s], batch %lld, lr %g, %lld epoch%s\n",
-              spec.c_str(), s.data.c_str(), data::format_name(d.sets.format), static_cast<long long>(d.train->size()),
+              spec.c_str(), run.files.data_path.c_str(), data::format_name(d.sets.format),
+              static_cast<long long>(d.train->size()),
               d.test ? (", " + std::to_string(d.test->size()) + " test").c_str() : "",
-              world_text(devices, world).c_str(), devices[0].str().c_str(), static_cast<long long>(s.batch), s.lr,
-              static_cast<long long>(s.epochs), s.epochs == 1 ? "" : "s");
-  if (!s.resume.empty())
-    std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", s.resume.c_str(),
-                static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(resume_info.batch_in_epoch),
+              world_text(devices, world).c_str(), devices[0].str().c_str(), static_cast<long long>(plan.global_batch),
+              plan.base_lr, static_cast<long long>(plan.epoch_count), plan.epoch_count == 1 ? "" : "s");
+  const std::string& resumed = run.files.resume_path;
+  if (run.files.resuming())
+    std::printf("resuming from %s at epoch %lld, batch %lld (step %lld)\n", resumed.c_str(),
+                static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(run.resume_info.batch_in_epoch),
                 static_cast<long long>(trainer.step()));
   if (trainer.ema_restarted())
     std::printf("notice: %s holds no moving average of its weights; --ema starts one from them now, its warm-up "
-                "at step %lld\n", s.resume.c_str(), static_cast<long long>(trainer.step()));
+                "at step %lld\n", resumed.c_str(), static_cast<long long>(trainer.step()));
   if (augmented_on_gpus(s, devices[0].is_cuda()))
     std::printf("training batches cross to the GPU%s as bytes; crop, flip and normalisation run there\n",
                 devices.size() == 1 ? "" : "s");
@@ -47,7 +50,8 @@ void print_start(const TrainSettings& s, const std::string& spec, const TrainDat
   std::fflush(stdout);
 }
 
-void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, const std::string& normalize_note) {
+void print_data_and_model_notes(const TrainSettings& s, const RunPlan& plan, const TrainData& d,
+                                const std::string& normalize_note) {
   if (d.decoded_bytes > 0) {
     const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; };
     if (d.decoded_kept)
@@ -62,9 +66,9 @@ void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, cons
     std::printf("decoded images read from the cache file %s (lockstep cache)%s%s\n", d.sets.cache_file.c_str(),
                 s.from_cache_file.empty() ? "" : ", with its ", s.from_cache_file.c_str());
   if (!d.sets.cache_note.empty()) std::fprintf(stderr, "notice: %s\n", d.sets.cache_note.c_str());
-  if (!s.given.contains("--threads"))
-    std::printf("%d loader thread%s (--threads to change)\n", s.threads,
-                s.threads == 1 ? "" : "s");
+  if (plan.loader_threads_chosen)
+    std::printf("%d loader thread%s (--threads to change)\n", plan.loader_threads,
+                plan.loader_threads == 1 ? "" : "s");
   if (!normalize_note.empty()) std::printf("%s\n", normalize_note.c_str());
   for (const SettingEntry& e : train_setting_table())
     if (e.start_note) e.start_note(s);
@@ -109,9 +113,10 @@ void print_file_input(const InputPreprocessing& file, const data::Normalization&
 
 }  // namespace
 
-void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes,
+void print_init(const RunFiles& files, const TrainData& d, const PretrainedLoad& init_result,
                 const data::Normalization& used) {
-  std::printf("initialised from %s: %lld tensors (%s names)\n", s.init.c_str(),
+  const int64_t classes = d.train->num_classes();
+  std::printf("initialised from %s: %lld tensors (%s names)\n", files.init_path.c_str(),
               static_cast<long long>(init_result.tensors),
               init_result.names == StateDictNames::timm ? "timm" : "torchvision");
   if (init_result.other_classes) {
@@ -125,7 +130,7 @@ void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64
                 init_result.head.c_str(), static_cast<long long>(init_result.file_classes),
                 static_cast<long long>(classes));
   }
-  if (init_result.file_input) print_file_input(*init_result.file_input, used, s.input);
+  if (init_result.file_input) print_file_input(*init_result.file_input, used, d.input_size);
   std::fflush(stdout);
 }
 

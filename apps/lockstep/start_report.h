@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "distributed/process_group.h"
+#include "run_plan.h"
 #include "settings.h"
 #include "train_data.h"
 #include "training/checkpoint.h"
@@ -16,20 +17,22 @@
 
 namespace lockstep::app {
 
-// The lines before the first step: what trains on what, and where a resumed run goes on from.
-void print_start(const TrainSettings& s, const std::string& spec, const TrainData& d,
-                 const std::vector<Device>& devices, const ProcessGroup* world, const Trainer& trainer,
-                 const CheckpointInfo& resume_info);
+// The lines before the first step: what trains on what (`run`'s files,
+// plan and devices), and where a resumed run goes on from.
+void print_start(const TrainSettings& s, const SettledRun& run, const std::string& spec, const TrainData& d,
+                 const ProcessGroup* world, const Trainer& trainer);
 
 // The decoded-image cache (image folders), the normalisation when it was
 // chosen for the pretrained weights (`normalize_note`, resolve_normalize's),
-// and a frozen or slower backbone.
-void print_data_and_model_notes(const TrainSettings& s, const TrainData& d, const std::string& normalize_note);
+// the loader threads when not given (`plan`), and a frozen or slower backbone.
+void print_data_and_model_notes(const TrainSettings& s, const RunPlan& plan, const TrainData& d,
+                                const std::string& normalize_note);
 
-// What --init loaded into a model of `classes` classes, the classifier it
-// re-initialised, and the input the file's model was trained on (an export
-// says), with a notice when this run's (`used`, --input) is another.
-void print_init(const TrainSettings& s, const PretrainedLoad& init_result, int64_t classes,
+// What --init (`files`) loaded into a model of the training set's classes,
+// the classifier it re-initialised, and the input the file's model was
+// trained on (an export says), with a notice when this run's (`used`, and
+// d.input_size) is another.
+void print_init(const RunFiles& files, const TrainData& d, const PretrainedLoad& init_result,
                 const data::Normalization& used);
 
 }  // namespace lockstep::app

@@ -1,6 +1,6 @@
 #include "train_options.h"
 
-#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "base/error.h"
@@ -22,15 +22,19 @@ std::chrono::milliseconds collective_timeout() {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-std::string choose_model_spec(const TrainSettings& s, const CheckpointInfo& resume_info,
+std::string choose_model_spec(const TrainSettings& s, const RunFiles& files, const CheckpointInfo& resume_info,
                               const data::Dataset& train_set) {
   ModelOptions model_options;
   model_options.dropout = s.dropout;
   const std::string spec = model_spec(s.model, train_set.sample_shape(), train_set.num_classes(), model_options);
-  if (s.resume.empty()) return spec;
-  LS_CHECK(!s.given.contains("--model") || resume_info.model_spec == spec,
-           "--resume ", s.resume, " holds a checkpoint of '", resume_info.model_spec, "', not of '", spec, "'");
+  if (!files.resuming()) return spec;
+  LS_CHECK(!s.given.contains("--model") || resume_info.model_spec == spec, "--resume ", files.resume_path,
+           " holds a checkpoint of '", resume_info.model_spec, "', not of '", spec, "'");
   return resume_info.model_spec;
+}
+
+ModelStart model_start(const TrainSettings& s, const RunFiles& files) {
+  return ModelStart{s.seed, s.freeze_backbone, files.init_path};
 }
 
 ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<ProcessGroup>& world) {
@@ -49,15 +53,27 @@ ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<Pro
   return options;
 }
 
-TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const data::Normalization& normalization,
-                             int64_t head_offset) {
+void check_cuda_graphs(const TrainSettings& s, const std::vector<Device>& devices, const std::string& devices_flag) {
+  LS_CHECK(s.cuda_graphs != "on" || devices[0].is_cuda(),
+           "--cuda-graphs on replays GPU steps from CUDA graphs; this run is on the CPU (--devices ", devices_flag,
+           ")");
+}
+
+void notice_eager_steps(const TrainSettings& s, const ReplicaManager& replicas) {
+  if (s.cuda_graphs == "on" && !replicas.graphs_in_use())
+    std::fprintf(stderr, "notice: --cuda-graphs on: steps run eagerly, %s\n",
+                 replicas.replicas_share_a_device()
+                     ? "since replicas sharing a GPU wait for it on the host in each gradient sum"
+                     : "since a run across processes keeps its collectives eager for their watchdog");
+}
+
+TrainerConfig trainer_config(const TrainSettings& s, const SettledRun& run, const TrainData& d,
+                             const data::Normalization& normalization, int64_t head_offset) {
   const data::Dataset& train_set = *d.train;
   TrainerConfig config;
-  config.epochs = s.epochs;
+  set_run_control(config, run);
   config.schedule.kind = s.schedule;
-  config.schedule.base_lr = s.lr;
   config.schedule.warmup_epochs = s.warmup_epochs;
-  config.schedule.step_epochs = std::max<double>(1.0, s.epochs / 3.0);
   config.sgd = {s.momentum, s.weight_decay, s.nesterov, s.clip_grad_norm};
   if (s.optimizer == "adamw") {
     config.sgd.optimizer = Optimizer::adamw;
@@ -69,15 +85,11 @@ TrainerConfig trainer_config(const TrainSettings& s, const TrainData& d, const d
   config.sgd.backbone_lr_scale = s.freeze_backbone ? 0.0f : s.backbone_lr_scale;
   if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = head_offset;
   config.seed = s.seed;
-  config.checkpoint_path = s.checkpoint;
   config.class_names = train_set.class_names();
   config.checkpoint_extra = to_metadata(s);
   config.checkpoint_extra["normalization"] = normalization_to_json(normalization);
   // The test set as eval finds it again: whole, without --test-limit.
   config.checkpoint_extra["data_identity"] = data_identity_json(*d.train, d.sets.test.get());
-  if (s.time_limit) config.time_limit_seconds = s.time_limit->seconds;
-  if (s.keep_best) config.best_path = best_checkpoint_path(s);
-  config.early_stop = s.early_stop;
   return config;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "apps/lockstep/resume_checks.h"
+#include "apps/lockstep/settled_run.h"
 #include "apps/lockstep/settings_metadata.h"
 #include "apps/lockstep/settings_table.h"
 #include "apps/lockstep/train_flags.h"
@@ -127,6 +128,12 @@ void check_agreement(const SettingEntry& e, const TrainSettings& defaults, const
     CHECK(names == std::vector<std::string>{e.agreement_label()});
   else
     CHECK(names.empty());
+}
+
+// The resume check as a settled run makes it: the changes against the
+// checkpoint, and the run's files (--resume, --force).
+void check_resume_changes(const TrainSettings& s, const lockstep::CheckpointInfo& checkpoint) {
+  lockstep::app::check_resume_changes(meaning_changes(s, checkpoint.extra), run_files(s), checkpoint);
 }
 
 void check_resume(const SettingEntry& e, const TrainSettings& defaults, TrainSettings changed) {

@@ -16,33 +16,19 @@ ROOT = os.environ.get("LOCKSTEP_SOURCE_DIR", os.path.join(os.path.dirname(os.pat
 APP = "apps/lockstep"
 MOST_FILES = 3
 
-# Run control more than training: the run's files (data, outputs, resume,
-# init), what the run is given to run on, and its stopping rules, each read
-# by several stages of a run (the preflight, the locks, the loop, the
-# reports). Each entry is the set of files naming it on 2026-11-29.
+# Settings still named in more than one file besides their home, each with
+# the set of files naming it on 2026-11-29. The run's control (its files,
+# epochs, batch, stopping rules, devices) is read once, in settled_run.cpp,
+# which hands the stages its values (run_plan.h); these are what is left:
+# the seed, handed to the loader and the data's draws (train_data.cpp) and to
+# the replicas and the trainer (train_options.cpp); and two whose second file
+# names them only as the library's member of that name (the counter reads a
+# member's name, not its type): the loader threads, settled with the run and
+# set as LoaderConfig::threads, and --resume, as the call Trainer::resume.
 KNOWN_WIDER = {
-    "data": {"preflight.cpp", "resume_checks.cpp", "start_report.cpp", "train_command.cpp", "train_data.cpp"},
-    "test_data": {"preflight.cpp", "train_command.cpp", "train_data.cpp"},
-    "epochs": {"start_report.cpp", "train_command.cpp", "train_options.cpp"},
-    "batch": {"preflight.cpp", "start_report.cpp", "train_command.cpp", "train_data.cpp"},
-    "lr": {"start_report.cpp", "train_command.cpp", "train_options.cpp"},
-    "freeze_backbone": {"replica_models.cpp", "train_options.cpp"},
-    "devices": {"settings_checks.cpp", "start_report.cpp", "train_command.cpp"},
-    "seed": {"replica_models.cpp", "train_data.cpp", "train_options.cpp"},
-    "checkpoint": {"preflight.cpp", "run_locks.cpp", "settings.cpp", "time_limit_report.cpp", "train_command.cpp",
-                   "train_options.cpp"},
-    "resume": {"best_report.cpp", "preflight.cpp", "resume_checks.cpp", "start_report.cpp", "train_command.cpp",
-               "train_data.cpp", "train_options.cpp"},
-    "init": {"preflight.cpp", "replica_models.cpp", "start_report.cpp", "train_command.cpp", "train_data.cpp"},
-    "metrics": {"preflight.cpp", "run_locks.cpp", "train_command.cpp"},
-    "input": {"start_report.cpp", "train_data.cpp"},
-    "threads": {"start_report.cpp", "train_command.cpp", "train_data.cpp"},
-    "force": {"preflight.cpp", "resume_checks.cpp"},
-    "time_limit": {"time_limit_report.cpp", "train_options.cpp"},
-    "plot": {"preflight.cpp", "run_locks.cpp", "settings.cpp"},
-    "keep_best": {"best_report.cpp", "preflight.cpp", "run_locks.cpp", "train_command.cpp", "train_options.cpp"},
-    "early_stop": {"best_report.cpp", "train_command.cpp", "train_options.cpp"},
-    "cuda_graphs": {"settings_checks.cpp", "train_command.cpp", "train_options.cpp"},
+    "seed": {"train_data.cpp", "train_options.cpp"},
+    "resume": {"settled_run.cpp", "train_command.cpp"},
+    "threads": {"settled_run.cpp", "train_data.cpp"},
 }
 # Named by every setting: the field and the table row.
 HOME = {"settings.h", "settings_table.cpp"}
@@ -135,8 +121,8 @@ class SettingFiles(unittest.TestCase):
         self.assertIn("label_smoothing is named in 5 files: planted.cpp, planted_too.cpp, settings.h, "
                       "settings_table.cpp, train_options.cpp", spread(files))
         files = dict(self.files)
-        files["planted.cpp"] = "void f(const TrainSettings& s) { use(s.checkpoint); }\n"
-        self.assertIn("checkpoint spread to planted.cpp", spread(files))
+        files["planted.cpp"] = "void f(const TrainSettings& s) { use(s.seed); }\n"
+        self.assertIn("seed spread to planted.cpp", spread(files))
 
     def test_a_comment_or_message_naming_a_setting_is_not_a_use(self):
         files = dict(self.files)
@@ -148,8 +134,8 @@ class SettingFiles(unittest.TestCase):
 
     def test_a_listed_setting_that_narrows_must_leave_the_list(self):
         files = dict(self.files)
-        files["settings.cpp"] = files["settings.cpp"].replace("s.plot", "s.other")
-        self.assertIn("plot is no longer named in settings.cpp: remove those from KNOWN_WIDER", narrowed(files))
+        files["train_data.cpp"] = files["train_data.cpp"].replace(".seed", ".other")
+        self.assertIn("seed is no longer named in train_data.cpp: remove those from KNOWN_WIDER", narrowed(files))
 
 
 if __name__ == "__main__":

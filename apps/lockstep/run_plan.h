@@ -48,6 +48,10 @@ struct RunPlan {
   int loader_threads = 0;           // --threads, or the default for the cores
   bool loader_threads_chosen = false;  // not given: the start report says how many
   bool no_gpu_found = false;  // --devices all found no GPU: the run trains on the CPU
+  // " --devices SPEC" and " --replicas N" where given: the flags the printed
+  // resume command repeats, as a checkpoint holds no devices (it resumes on
+  // any), and the same devices are what continue the run bit for bit.
+  std::string resume_flags;
 };
 
 // A run's settings settled (settled_run.h): the replicas' devices, the

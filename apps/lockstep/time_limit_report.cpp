@@ -22,8 +22,8 @@ int finish_at_time_limit(const RunFiles& files, const RunPlan& plan, Trainer& tr
   }
   curve.draw();
   if (last_test.count > 0) reporter.per_class_table(last_test, train_set.class_names());
-  std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s\n",
-              files.checkpoint_path.c_str(), files.checkpoint_path.c_str(), limit.c_str());
+  std::printf("checkpoint written to %s\nresume with: lockstep train --resume %s --time-limit %s%s\n",
+              files.checkpoint_path.c_str(), files.checkpoint_path.c_str(), limit.c_str(), plan.resume_flags.c_str());
   if (curve.drawn()) std::printf("training curve: %s\n", curve.png().c_str());
   return 0;
 }

@@ -86,9 +86,10 @@ int run_and_report(const SettledRun& run, const std::string& spec, const TrainDa
   if (!finished) {
     curve.draw();
     std::printf("stopped at epoch %lld, batch %lld (step %lld); checkpoint written to %s\n"
-                "resume with: lockstep train --resume %s\n",
+                "resume with: lockstep train --resume %s%s\n",
                 static_cast<long long>(trainer.epoch() + 1), static_cast<long long>(trainer.checkpoint_info().batch_in_epoch),
-                static_cast<long long>(trainer.step()), files.checkpoint_path.c_str(), files.checkpoint_path.c_str());
+                static_cast<long long>(trainer.step()), files.checkpoint_path.c_str(), files.checkpoint_path.c_str(),
+                run.plan.resume_flags.c_str());
     return 130;
   }
   if (last_test.count > 0) reporter.per_class_table(last_test, d.train->class_names());

@@ -177,11 +177,15 @@ class Cli(unittest.TestCase):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 130, err)
-        self.assertIn("resume with: lockstep train --resume " + ck, out)
+        # The command printed repeats --devices, which a checkpoint does not
+        # hold: without it a build with a GPU (the emulated one too) would
+        # resume this CPU run there, on other arithmetic.
+        self.assertIn("resume with: lockstep train --resume %s --devices cpu\n" % ck, out)
         done = step_losses(part)
         self.assertLess(len(done), 40)
 
-        r = run(["train", "--resume", ck, "--metrics", part], self.tmp)
+        resume = re.search(r"^resume with: lockstep (.*)$", out, re.M).group(1).split()
+        r = run(resume + ["--metrics", part], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         resumed = step_losses(part)
         self.assertEqual(sorted(resumed), list(range(1, 41)))
@@ -468,7 +472,7 @@ class Cli(unittest.TestCase):
         self.assertGreaterEqual(elapsed, 5.0)
         self.assertLess(elapsed, 10.0, r.stdout)
         self.assertIn("time limit 5s reached", r.stdout)
-        self.assertIn("resume with: lockstep train --resume %s --time-limit 5s" % ck, r.stdout)
+        self.assertIn("resume with: lockstep train --resume %s --time-limit 5s --devices cpu\n" % ck, r.stdout)
         self.assertRegex(r.stdout, r"\nall +[0-9.]+%  \(loss [0-9.]+ over 500 samples\)")
         meta, _, _ = read_safetensors(ck)
         stopped_at = int(meta["step"])
@@ -630,7 +634,7 @@ class Cli(unittest.TestCase):
         r = run(base + ["--epochs", "1", "--metrics", first, "--checkpoint", ck], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(read_safetensors(ck)[0].get("extra.augment"), "trivial")
-        r = run(["train", "--resume", ck, "--epochs", "2", "--metrics", resumed], self.tmp)
+        r = run(["train", "--resume", ck, "--epochs", "2", "--devices", "cpu", "--metrics", resumed], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         again = step_losses(resumed)
         self.assertEqual(sorted(again), list(range(21, 41)))

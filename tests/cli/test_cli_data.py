@@ -237,8 +237,8 @@ class CliData(CliTestCase):
         # One epoch, then resumed for the second: the second epoch's batches
         # mix as the unbroken run's did (each draw from seed, epoch, batch).
         trained("first", ["--epochs", "1"] + mix)
-        r = run(["train", "--resume", self.path("first"), "--epochs", "2", "--metrics", self.path("rest.jsonl")],
-                self.tmp)
+        r = run(["train", "--resume", self.path("first"), "--epochs", "2", "--devices", "cpu", "--metrics",
+                 self.path("rest.jsonl")], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         rest, whole = losses("rest"), losses("mixed")
         self.assertTrue(rest)

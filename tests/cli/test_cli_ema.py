@@ -75,7 +75,7 @@ class CliEma(unittest.TestCase):
         # the averages go on as if unbroken, bit for bit.
         r = run(["train"] + EMA + ["--epochs", "1", "--checkpoint", broken], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
-        r = run(["train", "--resume", broken, "--epochs", "2"], self.tmp)
+        r = run(["train", "--resume", broken, "--epochs", "2", "--devices", "cpu"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("holds no moving average", r.stdout)
         want, got = tensors(unbroken), tensors(broken)

@@ -44,7 +44,7 @@ class CliOptimizer(unittest.TestCase):
         r = run(["train"] + ADAMW + ["--epochs", "1", "--checkpoint", broken], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         for epochs in ("2", "3"):
-            r = run(["train", "--resume", broken, "--epochs", epochs], self.tmp)
+            r = run(["train", "--resume", broken, "--epochs", epochs, "--devices", "cpu"], self.tmp)
             self.assertEqual(r.returncode, 0, r.stderr)
         want, got = tensors(unbroken), tensors(broken)
         self.assertEqual(sorted(got), sorted(want))

@@ -1,6 +1,7 @@
 #include "distributed/rank_barrier.h"
 
 #include <algorithm>
+#include <new>
 
 #include "base/error.h"
 
@@ -44,7 +45,14 @@ void RankBarrier::arrive_and_wait(int rank, const char* collective) {
 
 void RankBarrier::abort(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!aborted_.load()) reason_ = reason;  // the first reason is the one reported
+  // The first reason is the one reported. Out of memory, the ranks are
+  // released without it rather than left to wait out the timeout.
+  if (!aborted_.load()) {
+    try {
+      reason_ = reason;
+    } catch (const std::bad_alloc&) {
+    }
+  }
   aborted_.store(true);
   cv_.notify_all();
 }

@@ -64,6 +64,10 @@ Tensor images_to_device(const HostBatch& batch, Slice slice, Context& ctx) {
   ops::augment_images(ctx, pixels, draws, batch.crop_padding, mean, stddev, images);
   return images;
 }
+// A replica's std::bad_alloc in words.
+constexpr const char* kOutOfHostMemory =
+    "out of host memory (std::bad_alloc): fewer replicas or a smaller batch need less";
+
 // What a rehearsal's layers see of the other replicas: the real group's size
 // (so synchronised batch norm takes its synchronised path and sizes its
 // buffers), and sums that leave each replica's own values. The rehearsal's
@@ -153,36 +157,65 @@ Device ReplicaManager::device(int rank) const { return replicas_.at(rank)->devic
 
 void ReplicaManager::run_on_all(const std::function<void(Replica&)>& job) {
   LS_CHECK(!failed_, "the replica manager failed earlier and cannot run another step");
-  std::vector<std::future<void>> done;
   struct Failure {
     std::string what;
     bool cancelled = false;  // a collective gave up because another rank failed
   };
   std::vector<Failure> errors(replicas_.size());
+  std::vector<std::future<void>> done;
+  done.reserve(replicas_.size());
+  // The jobs reach this frame (job, errors): one that cannot be queued (out
+  // of memory) must not leave those queued before it running after the frame
+  // is gone. They are told to give up, and waited for.
+  auto queueing_failed = [&] {
+    comm_->abort(std::string());
+    for (auto& f : done) f.wait();
+    failed_ = true;
+  };
   for (auto& replica : replicas_) {
     Replica* r = replica.get();
-    done.push_back(r->thread.submit([this, r, &job, &errors] {
-      auto fail = [&](const std::exception& e, bool cancelled) {
-        errors[r->rank] = {e.what(), cancelled};
-        comm_->abort("replica " + std::to_string(r->rank) + " on " + r->device.str() + " failed");
-      };
-      try {
-        // The replica's GPU must be current on its thread for kernel launches.
-        if (r->ctx) r->ctx->make_current();
-        job(*r);
-      } catch (const Cancelled& e) {
-        fail(e, true);
-      } catch (const std::bad_alloc&) {
-        // Host memory ran out outside the allocator (which names its own
-        // failures): said in words, not as the exception's type.
-        fail(std::runtime_error("out of host memory (std::bad_alloc): fewer replicas or a smaller batch need less"),
-             false);
-      } catch (const std::exception& e) {
-        fail(e, false);
-      }
-    }));
+    std::future<void> queued;
+    try {
+      queued = r->thread.submit([this, r, &job, &errors] {
+        auto fail = [&](const std::exception& e, bool cancelled) {
+          // The others first, with no words if memory is out: a rank left
+          // waiting in a collective would wait out the whole timeout.
+          try {
+            comm_->abort("replica " + std::to_string(r->rank) + " on " + r->device.str() + " failed");
+          } catch (const std::bad_alloc&) {
+            comm_->abort(std::string());
+          }
+          errors[r->rank] = {e.what(), cancelled};
+        };
+        try {
+          // The replica's GPU must be current on its thread for kernel launches.
+          if (r->ctx) r->ctx->make_current();
+          job(*r);
+        } catch (const Cancelled& e) {
+          fail(e, true);
+        } catch (const std::bad_alloc&) {
+          // Host memory ran out outside the allocator (which names its own
+          // failures): said in words, not as the exception's type.
+          fail(std::runtime_error(kOutOfHostMemory), false);
+        } catch (const std::exception& e) {
+          fail(e, false);
+        }
+      });
+    } catch (const std::bad_alloc&) {
+      queueing_failed();
+      LS_FAIL("replica ", r->rank, " on ", r->device.str(), ": ", kOutOfHostMemory);
+    }
+    done.push_back(std::move(queued));
   }
-  for (auto& f : done) f.wait();
+  for (size_t r = 0; r < done.size(); ++r) {
+    try {
+      done[r].get();
+    } catch (...) {
+      // Its failure could not be recorded (memory ran out while it was): not
+      // a success for that.
+      if (errors[r].what.empty()) errors[r] = {kOutOfHostMemory, false};
+    }
+  }
   // Report the replica that failed first-hand, not those it cancelled.
   int first = -1;
   for (size_t r = 0; r < errors.size(); ++r) {

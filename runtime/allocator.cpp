@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 
+#include "base/address_space.h"
 #include "base/error.h"
 
 namespace lockstep {
@@ -88,6 +89,9 @@ void CachingAllocator::release_all_cached_locked_free() { release_cached(); }
 HostAllocator::~HostAllocator() { release_all_cached_locked_free(); }
 
 void* HostAllocator::raw_allocate(size_t bytes) {
+  // Under ulimit -v the tensors stop a margin short of the limit, which is
+  // left to libraries that cannot survive running out (base/address_space.h).
+  if (!address_space_allows(bytes)) return nullptr;
   return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 void HostAllocator::raw_free(void* ptr) { std::free(ptr); }

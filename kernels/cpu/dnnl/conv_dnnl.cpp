@@ -15,6 +15,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "base/address_space.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace lockstep::cpu {
@@ -37,8 +38,10 @@ public:
   void* slot(int i, size_t bytes) {
     if (bytes > bytes_[i]) {
       std::free(ptr_[i]);
+      ptr_[i] = nullptr;
       bytes = (bytes + 63) / 64 * 64;  // aligned_alloc wants a multiple of the alignment
-      ptr_[i] = std::aligned_alloc(64, bytes);
+      // Activation-sized: kept out of the margin oneDNN's own objects need (base/address_space.h).
+      if (address_space_allows(bytes)) ptr_[i] = std::aligned_alloc(64, bytes);
       if (!ptr_[i]) {
         bytes_[i] = 0;
         throw std::bad_alloc();
@@ -122,6 +125,7 @@ struct Entry {
   std::optional<dnnl::convolution_forward::primitive_desc> forward_pd;
   std::optional<dnnl::convolution_forward> forward;
   std::optional<Operand> fx, fw, fy;
+  std::optional<memory> fbias;  // its handle set per call: no oneDNN object made in a step after the first
   std::optional<dnnl::convolution_backward_data> backward_data;
   std::optional<Operand> dy_data, w_data, dx_write, dx_add;
   std::optional<dnnl::convolution_backward_weights> backward_weights;
@@ -177,6 +181,11 @@ void use_pool_threads() { omp_set_num_threads(compute_threads()); }
 
 template <class F>
 void guarded(const char* what, const ConvGeometry& g, F f) {
+  // oneDNN 2.6 writes through a null pointer when one of its own small
+  // allocations fails: under ulimit -v it is entered only while half the
+  // margin the engine's buffers leave is there, and a std::bad_alloc (the
+  // replica's "out of host memory") is thrown instead (base/address_space.h).
+  if (!address_space_allows(0, 1)) throw std::bad_alloc();
   try {
     use_pool_threads();
     f(engine().stream);
@@ -201,10 +210,14 @@ void dnnl_conv2d_forward(const ConvGeometry& g, const float* x, const float* w, 
       e.fx.emplace(eng, e.x, e.forward_pd->src_desc(), 0, true, false, false);
       e.fw.emplace(eng, e.w, e.forward_pd->weights_desc(), 1, true, false, false);
       e.fy.emplace(eng, e.y, e.forward_pd->dst_desc(), 2, false, true, false);
+      if (bias) e.fbias.emplace(e.bias, eng, static_cast<void*>(DNNL_MEMORY_NONE));
     }
     Args args{{DNNL_ARG_SRC, e.fx->read(s, x)}, {DNNL_ARG_WEIGHTS, e.fw->read(s, w)},
               {DNNL_ARG_DST, e.fy->target(y)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, memory(e.bias, eng, const_cast<float*>(bias)));
+    if (bias) {
+      e.fbias->set_data_handle(const_cast<float*>(bias));
+      args.emplace(DNNL_ARG_BIAS, *e.fbias);
+    }
     e.forward->execute(s, args);
     e.fy->finish(s, false);
   });

@@ -11,24 +11,43 @@
 
 namespace lockstep::cpu {
 
+namespace {
+
+// A plane's sum, of its values or of their squared distances from `m`, in
+// double over 8 independent lanes: the compiler vectorises the lanes, where
+// one accumulator is a chain of dependent additions (the statistics were 7%
+// of a resnet20 step that way). In double the order of the additions moves
+// the float mean and variance only in a tie far below float's precision.
+template <bool Squares>
+double plane_sum(const float* plane, int64_t spatial, double m) {
+  constexpr int lanes = 8;
+  double acc[lanes] = {};
+  int64_t j = 0;
+  for (; j + lanes <= spatial; j += lanes)
+    for (int l = 0; l < lanes; ++l) {
+      const double v = plane[j + l];
+      acc[l] += Squares ? (v - m) * (v - m) : v;
+    }
+  for (; j < spatial; ++j) {
+    const double v = plane[j];
+    acc[0] += Squares ? (v - m) * (v - m) : v;
+  }
+  double total = 0.0;
+  for (int l = 0; l < lanes; ++l) total += acc[l];
+  return total;
+}
+
+}  // namespace
+
 void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
                            float* var, float* inv_std) {
   const int64_t count = n * spatial;
   parallel_items(channels, 2 * count, [&](int64_t c) {
     double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* plane = x + (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j) sum += plane[j];
-    }
+    for (int64_t i = 0; i < n; ++i) sum += plane_sum<false>(x + (i * channels + c) * spatial, spatial, 0.0);
     const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
     double squares = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* plane = x + (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j) {
-        const double d = plane[j] - m;
-        squares += d * d;
-      }
-    }
+    for (int64_t i = 0; i < n; ++i) squares += plane_sum<true>(x + (i * channels + c) * spatial, spatial, m);
     mean[c] = static_cast<float>(m);
     var[c] = count > 0 ? static_cast<float>(squares / static_cast<double>(count)) : 0.0f;
     inv_std[c] = bn_inv_std(var[c], eps);

@@ -158,6 +158,10 @@ json parse_without_repeated_keys(const std::string& text, const std::string& pat
   } catch (const json::parse_error& e) {
     LS_FAIL(path, " has a damaged header: it is not valid JSON (at byte ", e.byte, " of the ", text.size(),
             "-byte header)");
+  } catch (const json::exception& e) {
+    // Valid JSON that nlohmann::json cannot hold, such as a number past a
+    // double's range (1e999): out_of_range, not parse_error.
+    LS_FAIL(path, " has a damaged header: a value out of any number's range (", e.what(), ")");
   }
   LS_CHECK(repeated.empty(), path, " has a damaged header: the key '", repeated, "' appears more than once");
   return header;

@@ -103,6 +103,13 @@ TEST_CASE("strict safetensors: overlapping tensors, repeated keys, fractional of
     write_safetensors_bytes(path, "{\"a\":", {});
     REQUIRE_THROWS_WITH(read_safetensors(path), Contains(path) && Contains("not valid JSON") && !Contains("json.exception"));
   }
+  SECTION("a number past a double's range is a damaged header, not an escaping library exception") {
+    // Found by fuzz_safetensors: nlohmann::json throws out_of_range, not parse_error, for 87e877.
+    write_safetensors_bytes(path, "{" + tensor("a", "[87e877]", "[0,12]") + "}", three);
+    REQUIRE_THROWS_AS(read_safetensors(path), Error);
+    REQUIRE_THROWS_WITH(read_safetensors(path), Contains(path) && Contains("damaged header") &&
+                                                    Contains("out of any number's range"));
+  }
   SECTION("a folder") {
     const std::string folder = fs::temp_directory_path().string();
     REQUIRE_THROWS_WITH(read_safetensors(folder), Contains(folder) && Contains("is a folder"));

@@ -50,10 +50,13 @@ lockstep_build_unittests(test_environment.py Environment
   test_only_the_one_reader_reads_lockstep_variables test_a_planted_read_fails_naming_it
   test_the_docs_list_exactly_the_table test_a_variable_missing_from_the_docs_fails)
 
-# How many of the program's files name each `lockstep train` setting (at
-# most three, but the listed run-control ones, whose list only shrinks).
+# How many of the program's files name each `lockstep train` setting as a
+# member of TrainSettings (at most three, but the listed ones, whose list
+# only shrinks).
 lockstep_build_unittests(test_setting_files.py SettingFiles
   test_the_fields_are_read test_no_setting_is_named_in_more_than_three_files_but_the_listed
   test_the_list_of_wider_settings_only_shrinks
   test_a_planted_use_in_a_fourth_file_fails_naming_the_setting_and_files
-  test_a_comment_or_message_naming_a_setting_is_not_a_use test_a_listed_setting_that_narrows_must_leave_the_list)
+  test_a_comment_or_message_naming_a_setting_is_not_a_use test_a_listed_setting_that_narrows_must_leave_the_list
+  test_a_member_of_another_struct_of_the_same_name_is_not_a_use
+  test_a_member_reached_through_the_type_or_an_alias_is_a_use test_a_cpp_file_uses_the_members_its_header_declares)

@@ -18,17 +18,12 @@ MOST_FILES = 3
 
 # Settings still named in more than one file besides their home, each with
 # the set of files naming it on 2026-11-29. The run's control (its files,
-# epochs, batch, stopping rules, devices) is read once, in settled_run.cpp,
-# which hands the stages its values (run_plan.h); these are what is left:
-# the seed, handed to the loader and the data's draws (train_data.cpp) and to
-# the replicas and the trainer (train_options.cpp); and two whose second file
-# names them only as the library's member of that name (the counter reads a
-# member's name, not its type): the loader threads, settled with the run and
-# set as LoaderConfig::threads, and --resume, as the call Trainer::resume.
+# epochs, batch, stopping rules, devices, loader threads) is read once, in
+# settled_run.cpp, which hands the stages its values (run_plan.h); this is
+# what is left: the seed, handed to the loader and the data's draws
+# (train_data.cpp) and to the replicas and the trainer (train_options.cpp).
 KNOWN_WIDER = {
     "seed": {"train_data.cpp", "train_options.cpp"},
-    "resume": {"settled_run.cpp", "train_command.cpp"},
-    "threads": {"settled_run.cpp", "train_data.cpp"},
 }
 # Named by every setting: the field and the table row.
 HOME = {"settings.h", "settings_table.cpp"}
@@ -63,11 +58,41 @@ def setting_fields(files):
     return re.findall(r"^\s+[\w:<>]+\s+(\w+)(?:\s*=[^;]*)?;", body, re.M)
 
 
+def settings_types(code):
+    """The names `code` gives the type TrainSettings: itself, and its aliases
+    (settings_table.cpp's `using S = TrainSettings;`)."""
+    return {"TrainSettings"} | set(re.findall(r"\busing\s+(\w+)\s*=\s*TrainSettings\s*;", code))
+
+
+def settings_variables(code, types):
+    """The names `code` declares with one of `types`: parameters, variables,
+    members (`const TrainSettings& s`, `TrainSettings values_;`, `S* p`). Not
+    a qualified function's class (`TrainSettings TrainFlags::settings()`)."""
+    declared = re.compile(r"\b(?:%s)\b(?:\s*(?:const\b|&|\*))*\s*(\w+)\b(?!\s*::)" % "|".join(sorted(types)))
+    return set(declared.findall(code)) - {"const"}
+
+
 def naming_files(files, field):
-    """The files that name `field` as a member (s.field, S::field, ->field),
-    and settings.h, which declares it."""
-    member = re.compile(r"(\.|::|->)%s\b" % field)
-    return {name for name, code in files.items() if member.search(code)} | {"settings.h"}
+    """The files that name `field` as a member of TrainSettings, and
+    settings.h, which declares it. A member is counted where it is reached
+    through a name the file (or the header of its name beside it: a .cpp
+    uses the members its .h declares) declares with the type or an alias of
+    it (s.field, p->field), or through the type (&S::field), so that another
+    struct's member of the same name (LoaderConfig::threads, the call
+    Trainer::resume) is not taken for the setting. What it cannot follow
+    (`auto& t = s;`, a TrainSettings member declared in another header) goes
+    uncounted, so the program reaches its settings through names declared
+    with their type."""
+    named = {"settings.h"}
+    for name, code in files.items():
+        own = code + files.get(name[:-len(".cpp")] + ".h", "") if name.endswith(".cpp") else code
+        types = settings_types(own)
+        variables = settings_variables(own, types)
+        through_type = r"\b(?:%s)\s*::\s*%s\b" % ("|".join(sorted(types)), field)
+        through_variable = r"\b(?:%s)\s*(?:\.|->)\s*%s\b" % ("|".join(sorted(variables)), field) if variables else None
+        if re.search(through_type, code) or (through_variable and re.search(through_variable, code)):
+            named.add(name)
+    return named
 
 
 def spread(files):
@@ -131,6 +156,32 @@ class SettingFiles(unittest.TestCase):
         files["planted_too.cpp"] = "TrainSettings y; /* s.label_smoothing */\n"
         files["planted_too.cpp"] = code_of(files["planted_too.cpp"])
         self.assertEqual(spread(files), [])
+
+    def test_a_member_of_another_struct_of_the_same_name_is_not_a_use(self):
+        files = dict(self.files)
+        files["planted.cpp"] = ("void f(const TrainSettings& s, Trainer& trainer) {\n"
+                                "  LoaderConfig cfg; cfg.threads = 2; trainer.resume(cfg);\n"
+                                "  LoaderConfig* p = &cfg; p->threads = 1; use(LoaderConfig::threads);\n}\n")
+        files["planted_too.cpp"] = "void g(TrainSettings& s) { LoaderConfig cfg; cfg.threads = 2; }\n"
+        self.assertEqual(spread(files), [])
+        self.assertEqual(naming_files(files, "threads"), {"settings.h", "settings_table.cpp", "settled_run.cpp"})
+        self.assertNotIn("planted.cpp", naming_files(files, "resume"))
+
+    def test_a_member_reached_through_the_type_or_an_alias_is_a_use(self):
+        files = dict(self.files)
+        files["planted.cpp"] = "void f(const TrainSettings& s) { LoaderConfig cfg; cfg.threads = s.threads; }\n"
+        files["planted_too.cpp"] = "using T = TrainSettings;\nauto field = &T::threads;\n"
+        files["planted_also.cpp"] = "struct Held { TrainSettings values; };\nint g(Held& h) { return h.values.threads; }\n"
+        self.assertIn("threads is named in 6 files: planted.cpp, planted_also.cpp, planted_too.cpp, settings.h, "
+                      "settings_table.cpp, settled_run.cpp", spread(files))
+
+    def test_a_cpp_file_uses_the_members_its_header_declares(self):
+        files = dict(self.files)
+        files["planted.h"] = "struct Flags { TrainSettings values_; };\n"
+        files["planted.cpp"] = "void Flags::f() { use(values_.threads); }\n"
+        self.assertIn("planted.cpp", naming_files(files, "threads"))
+        del files["planted.h"]
+        self.assertNotIn("planted.cpp", naming_files(files, "threads"))
 
     def test_a_listed_setting_that_narrows_must_leave_the_list(self):
         files = dict(self.files)

@@ -51,8 +51,8 @@ lockstep_build_unittests(test_environment.py Environment
   test_the_docs_list_exactly_the_table test_a_variable_missing_from_the_docs_fails)
 
 # How many of the program's files name each `lockstep train` setting as a
-# member of TrainSettings (at most three, but the listed ones, whose list
-# only shrinks).
+# member of TrainSettings (at most three, but a listed few, whose list only
+# shrinks; empty now).
 lockstep_build_unittests(test_setting_files.py SettingFiles
   test_the_fields_are_read test_no_setting_is_named_in_more_than_three_files_but_the_listed
   test_the_list_of_wider_settings_only_shrinks

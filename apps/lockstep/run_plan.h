@@ -38,7 +38,7 @@ struct RunFiles {
   bool keeps_best() const { return !best_path.empty(); }
 };
 
-// How long, with what batch and rate, and on what the run trains, as settled.
+// How long, with what batch, rate and seed, and on what the run trains, as settled.
 struct RunPlan {
   int64_t epoch_count = 0;
   int64_t global_batch = 0;  // --batch, or --batch-per-device times every replica
@@ -47,6 +47,10 @@ struct RunPlan {
   int64_t early_stop_patience = 0;  // --early-stop: epochs without a better test accuracy (0: never stop)
   int loader_threads = 0;           // --threads, or the default for the cores
   bool loader_threads_chosen = false;  // not given: the start report says how many
+  // --seed, or the checkpoint's when resuming: every draw of the run (the
+  // weights' initialisation, a folder's held-out samples, the order,
+  // augmentation and mixing of batches, dropout) comes from it.
+  uint64_t seed = 0;
   bool no_gpu_found = false;  // --devices all found no GPU: the run trains on the CPU
   // " --devices SPEC" and " --replicas N" where given: the flags the printed
   // resume command repeats, as a checkpoint holds no devices (it resumes on

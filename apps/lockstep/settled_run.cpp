@@ -37,6 +37,7 @@ RunPlan run_plan(const TrainSettings& s, const std::vector<Device>& devices) {
   plan.early_stop_patience = s.early_stop;
   plan.loader_threads = s.threads;
   plan.loader_threads_chosen = !s.given.contains("--threads");
+  plan.seed = s.seed;
   plan.no_gpu_found = s.devices == "all" && devices[0].is_cpu();
   if (s.given.contains("--devices")) plan.resume_flags += " --devices " + s.devices;
   if (s.given.contains("--replicas")) plan.resume_flags += " --replicas " + std::to_string(s.replicas);

@@ -1,8 +1,8 @@
 #pragma once
 // A `lockstep train` run's settings settled, and the values its stages read
 // of them (run_plan.h). The one place that reads the run's control settings
-// (its files, epochs, batch, learning rate, stopping rules, devices and
-// loader threads): every other part of a run takes the RunFiles and RunPlan
+// (its files, epochs, batch, learning rate, stopping rules, devices, loader
+// threads and seed): every other part of a run takes the RunFiles and RunPlan
 // made here.
 #include "distributed/process_group.h"
 #include "run_plan.h"

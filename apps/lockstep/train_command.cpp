@@ -117,7 +117,7 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
     output_locks = lock_run_outputs(files);
   }
 
-  const TrainData train_data = open_data(s, files);
+  const TrainData train_data = open_data(s, run);
   LS_CHECK(train_data.test || (!files.keeps_best() && run.plan.early_stop_patience == 0),
            files.keeps_best() ? "--keep-best" : "--early-stop", " compares the test accuracy of each epoch, and ",
            files.data_path,
@@ -143,8 +143,8 @@ int train(TrainSettings s, const std::shared_ptr<ProcessGroup>& world) {
     check_processes_agree(*world, run_settings(s, spec, data::format_name(train_data.sets.format),
                                                *train_data.train, train_data.test.get(), resume_position));
   }
-  ReplicaModels models(model_start(s, files), spec, train_data.train->class_names());
-  ReplicaManager replicas(models.factory(), devices, replica_options(s, world));
+  ReplicaModels models(model_start(s, run), spec, train_data.train->class_names());
+  ReplicaManager replicas(models.factory(), devices, replica_options(s, run.plan, world));
   if (first) notice_eager_steps(s, replicas);
   TrainerConfig config = trainer_config(s, run, train_data, loaders.train->normalization(), models.head_offset());
   Trainer trainer(replicas, *loaders.train, loaders.test.get(), config);

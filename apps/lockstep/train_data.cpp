@@ -51,8 +51,10 @@ void adopt_cache_settings(TrainSettings& s, const GivenFlags& settled, const std
   if (!taken.empty()) s.from_cache_file = taken.substr(1);
 }
 
-TrainData open_data(const TrainSettings& s, const RunFiles& files) {
-  data::DataOptions data_options = sample_options(s.input, s.augment, s.skip_bad_images, s.max_image_pixels, s.seed);
+TrainData open_data(const TrainSettings& s, const SettledRun& run) {
+  const RunFiles& files = run.files;
+  data::DataOptions data_options =
+      sample_options(s.input, s.augment, s.skip_bad_images, s.max_image_pixels, run.plan.seed);
   const std::string& test_path = files.test_data_path;
   LS_CHECK(test_path.empty() || !s.given.contains("--test-fraction"),
            "--test-fraction splits a single class folder; it does not go with --test-data ", test_path);
@@ -151,7 +153,7 @@ Loaders make_loaders(const TrainSettings& s, const SettledRun& run, const TrainD
   data::LoaderConfig loader_config;
   loader_config.augment_on_device = augmented_on_gpus(s, run.replica_devices[0].is_cuda());
   loader_config.batch_size = run.plan.global_batch;
-  loader_config.seed = s.seed;
+  loader_config.seed = run.plan.seed;
   loader_config.threads = run.plan.loader_threads;
   loader_config.drop_last = s.drop_last;
   loader_config.skip_bad_images = s.skip_bad_images;

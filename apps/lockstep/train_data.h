@@ -35,10 +35,11 @@ struct TrainData {
 void adopt_cache_settings(TrainSettings& s, const GivenFlags& settled, const std::string& data_path,
                           bool separate_test_set);
 
-// The sets the run's data files hold, as --input, --augment, --limit and
-// the other data flags say; a data flag given that the data cannot honour is
-// refused.
-TrainData open_data(const TrainSettings& s, const RunFiles& files);
+// The sets the run's data files hold (`run`: its files, and the seed that
+// holds out a single class folder's test samples), as --input, --augment,
+// --limit and the other data flags say; a data flag given that the data
+// cannot honour is refused.
+TrainData open_data(const TrainSettings& s, const SettledRun& run);
 
 // The normalisation --init's file (`init_path`) says its model was trained
 // with (an export's metadata), or none: no --init, a file that says nothing,
@@ -70,8 +71,8 @@ bool mixes_batches(const TrainSettings& s);
 // (never when mixing: the loader mixes the whole float batch).
 bool augmented_on_gpus(const TrainSettings& s, bool on_gpus);
 
-// `run`: the batch, the loader threads, the replicas' devices and the
-// checkpoint resumed; `from_init`: init_normalization's, which --normalize
+// `run`: the batch, the loader threads, the seed, the replicas' devices and
+// the checkpoint resumed; `from_init`: init_normalization's, which --normalize
 // init takes.
 Loaders make_loaders(const TrainSettings& s, const SettledRun& run, const TrainData& d,
                      const std::optional<data::Normalization>& from_init);

@@ -33,13 +33,14 @@ std::string choose_model_spec(const TrainSettings& s, const RunFiles& files, con
   return resume_info.model_spec;
 }
 
-ModelStart model_start(const TrainSettings& s, const RunFiles& files) {
-  return ModelStart{s.seed, s.freeze_backbone, files.init_path};
+ModelStart model_start(const TrainSettings& s, const SettledRun& run) {
+  return ModelStart{run.plan.seed, s.freeze_backbone, run.files.init_path};
 }
 
-ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<ProcessGroup>& world) {
+ReplicaOptions replica_options(const TrainSettings& s, const RunPlan& plan,
+                               const std::shared_ptr<ProcessGroup>& world) {
   ReplicaOptions options;
-  options.seed = s.seed;
+  options.seed = plan.seed;
   options.label_smoothing = s.label_smoothing;
   options.processes = world;
   options.collective_timeout = collective_timeout();
@@ -84,7 +85,7 @@ TrainerConfig trainer_config(const TrainSettings& s, const SettledRun& run, cons
   config.sgd.ema_decay = s.ema;
   config.sgd.backbone_lr_scale = s.freeze_backbone ? 0.0f : s.backbone_lr_scale;
   if (config.sgd.backbone_lr_scale != 1.0f) config.sgd.backbone_elements = head_offset;
-  config.seed = s.seed;
+  config.seed = run.plan.seed;
   config.class_names = train_set.class_names();
   config.checkpoint_extra = to_metadata(s);
   config.checkpoint_extra["normalization"] = normalization_to_json(normalization);

@@ -30,12 +30,13 @@ std::chrono::milliseconds collective_timeout();
 std::string choose_model_spec(const TrainSettings& s, const RunFiles& files, const CheckpointInfo& resume_info,
                               const data::Dataset& train_set);
 
-// How the replicas' models start: their seed, a frozen backbone, --init's weights.
-ModelStart model_start(const TrainSettings& s, const RunFiles& files);
+// How the replicas' models start: the run's seed, a frozen backbone, --init's weights.
+ModelStart model_start(const TrainSettings& s, const SettledRun& run);
 
-// The replicas' seed, precision, memory format, batch-norm sync, gradient
-// buckets and CUDA graphs; `world`: the processes (null: this one alone).
-ReplicaOptions replica_options(const TrainSettings& s, const std::shared_ptr<ProcessGroup>& world);
+// The replicas' seed (the `plan`'s), precision, memory format, batch-norm
+// sync, gradient buckets and CUDA graphs; `world`: the processes (null: this
+// one alone).
+ReplicaOptions replica_options(const TrainSettings& s, const RunPlan& plan, const std::shared_ptr<ProcessGroup>& world);
 
 // --cuda-graphs on, refused on the CPU (the replicas' `devices`; `devices_flag`:
 // --devices as given, which the message repeats).

@@ -2,7 +2,8 @@
 // on the CPU, ours beside PyTorch's on the same model, batch and thread count:
 //
 //   bench_cpu_step [--model resnet20] [--batch 64] [--input 3x32x32] [--classes 10]
-//                  [--steps 10] [--warmup 3] [--threads N] [--peer] [--rounds R] [--json PATH]
+//                  [--steps 10] [--warmup 3] [--threads N] [--memory-format F] [--peer]
+//                  [--rounds R] [--json PATH]
 //
 // Ours runs through a ReplicaManager with one CPU replica on a fixed random
 // batch; a round's figure is the median step time after its warm-up steps.
@@ -15,7 +16,9 @@
 // lockstep's CPU compute pool on our side (every loop and GEMM, OpenBLAS one
 // thread per call inside it), and torch.set_num_threads on PyTorch's (its
 // intra-op pool, BLAS and oneDNN included); both get --threads, by default
-// the number of hardware threads.
+// the number of hardware threads. --memory-format lays our activations out
+// as given (nchw or nhwc); not given, the CPU's default format
+// (runtime/memory_format_option.h), which the JSON names.
 #include <cblas.h>
 
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -38,7 +42,9 @@
 #include "bench/support/median.h"
 #include "distributed/replica_manager.h"
 #include "kernels/cpu/thread_pool.h"
+#include "layers/graph.h"
 #include "layers/models.h"
+#include "runtime/memory_format_option.h"
 
 using namespace lockstep;
 using json = nlohmann::json;
@@ -53,6 +59,7 @@ struct Options {
   int steps = 10;
   int warmup = 3;
   int threads = 0;  // 0: hardware threads
+  std::optional<MemoryFormat> memory_format;  // not given: the CPU's default
   bool peer = false;
   int rounds = 0;  // 0: 5 with --peer, else 1
   std::string python = "/usr/bin/python3";
@@ -62,8 +69,8 @@ struct Options {
 
 void usage() {
   std::cout << "usage: bench_cpu_step [--model NAME] [--batch B] [--input CxHxW] [--classes K] [--steps N]\n"
-               "                      [--warmup N] [--threads T] [--peer] [--rounds R] [--python PATH]\n"
-               "                      [--peer-script PATH] [--json PATH]\n";
+               "                      [--warmup N] [--threads T] [--memory-format nchw|nhwc] [--peer]\n"
+               "                      [--rounds R] [--python PATH] [--peer-script PATH] [--json PATH]\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -76,6 +83,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--steps") o.steps = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--warmup") o.warmup = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--threads") o.threads = static_cast<int>(bench::parse_int(a, value()));
+    else if (a == "--memory-format") o.memory_format = parse_memory_format(value(), a);
     else if (a == "--peer") o.peer = true;
     else if (a == "--rounds") o.rounds = static_cast<int>(bench::parse_int(a, value()));
     else if (a == "--python") o.python = value();
@@ -127,6 +135,7 @@ json run_ours(const Options& o, ReplicaManager& manager, const HostBatch& batch)
               {"batch", o.batch},
               {"device", "cpu"},
               {"threads", cpu::compute_threads()},
+              {"memory_format", memory_format_name(dynamic_cast<Graph&>(manager.model(0)).activation_format())},
               {"blas", openblas_get_config()},
               {"parameters", params},
               {"warmup", o.warmup},
@@ -175,7 +184,9 @@ int main(int argc, char** argv) {
               << " warm-up + " << o.steps << " timed steps\n";
     cpu::set_compute_threads(o.threads);  // our pool; OpenBLAS one thread per call inside it
     const std::string spec = model_spec(o.model, o.input, o.classes, {});
-    ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, {Device::cpu()});
+    ReplicaOptions options;
+    options.context.memory_format = o.memory_format;
+    ReplicaManager manager([&](Device d) { return build_model_from_spec(spec, d, 1); }, {Device::cpu()}, options);
     const HostBatch batch = random_batch(o);
     // The engines take turns; each round's figures, then the median over rounds.
     json ours, peer, rounds = json::array();

@@ -10,7 +10,8 @@
 // backward filter writes a KRSC gradient that is transposed back into the
 // gradient arena. The master weights and their gradients stay KCRS ([O, C,
 // K, K]): checkpoints, SGD and the all-reduce do not see the format. On the
-// CPU, which computes NHWC on NCHW copies anyway, the KCRS weight is used as it is.
+// CPU oneDNN's channels-last kernels take the KCRS weight as it is (reordered
+// per call to its own blocked filter layout, as for NCHW images).
 // Precision bf16: the filter is the bf16 weight copy (on a GPU its KRSC copy
 // is bf16 too); the weight gradient is each FP32 sum rounded once to bf16,
 // as cuDNN writes it on a GPU and the CPU's bf16 mode rounds it after its

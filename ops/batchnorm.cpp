@@ -8,7 +8,6 @@
 #include "base/error.h"
 #include "kernels/bn_math.h"
 #include "ops/checks.h"
-#include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "ops/stored_type.h"
 #include "kernels/cpu/batchnorm_cpu.h"
@@ -57,19 +56,17 @@ void forward_train(const char* op, bool relu, Context& ctx, const Tensor& x, con
   dispatch(
       op, ctx,
       [&] {
-        CpuNchw nchw;
-        const float* xs = nchw.in(x);
-        float* ys = nchw.out(y, false);
+        const float* xs = x.data();
+        float* ys = y.data();
         cpu::batchnorm_batch_stats(xs, n, c, spatial, eps, saved_mean.data(), batch_var.data(),
-                                   saved_inv_std.data());
+                                   saved_inv_std.data(), format);
         std::copy_n(saved_mean.data(), c, batch_mean.data());
         if (shortcut)
-          cpu::batchnorm_add_relu_normalize(xs, nchw.in(*shortcut), n, c, spatial, saved_mean.data(),
-                                            saved_inv_std.data(), gamma.data(), beta.data(), ys);
+          cpu::batchnorm_add_relu_normalize(xs, shortcut->data(), n, c, spatial, saved_mean.data(),
+                                            saved_inv_std.data(), gamma.data(), beta.data(), ys, format);
         else
           (relu ? cpu::batchnorm_relu_normalize : cpu::batchnorm_normalize)(
-              xs, n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(), ys);
-        nchw.finish();
+              xs, n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(), beta.data(), ys, format);
       },
       LS_CUDA_TWIN(gpu, {
         void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
@@ -123,20 +120,18 @@ void backward(const char* op, Context& ctx, const Tensor& x, const Tensor* y, co
   const MemoryFormat format = check_format(op, x, {y, &dy, dx, ds});
   dispatch(op, ctx,
            [&] {
-             CpuNchw nchw;
-             const float *xs = nchw.in(x), *dys = nchw.in(dy), *ys = y ? nchw.in(*y) : nullptr;
-             float* dxs = nchw.out(dx, accumulate);
+             const float *xs = x.data(), *dys = dy.data(), *ys = y ? y->data() : nullptr;
+             float* dxs = dx ? dx->data() : nullptr;
              if (shortcut.joined)
                cpu::batchnorm_add_relu_backward(xs, ys, dys, n, c, spatial, saved_mean.data(), saved_inv_std.data(),
                                                 gamma.data(), dgamma.data(), dbeta.data(), dxs, accumulate,
-                                                nchw.out(ds, shortcut.accumulate), shortcut.accumulate);
+                                                ds ? ds->data() : nullptr, shortcut.accumulate, format);
              else if (y)
                cpu::batchnorm_relu_backward(xs, ys, dys, n, c, spatial, saved_mean.data(), saved_inv_std.data(),
-                                            gamma.data(), dgamma.data(), dbeta.data(), dxs, accumulate);
+                                            gamma.data(), dgamma.data(), dbeta.data(), dxs, accumulate, format);
              else
                cpu::batchnorm_backward(xs, dys, n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-                                       dgamma.data(), dbeta.data(), dxs, accumulate);
-             nchw.finish();
+                                       dgamma.data(), dbeta.data(), dxs, accumulate, format);
            },
            LS_CUDA_TWIN(gpu, {
              void* scratch = ctx.workspace(cuda::batchnorm_scratch_bytes(n, c, spatial));
@@ -191,10 +186,8 @@ void batchnorm_forward_eval(Context& ctx, const Tensor& x, const Tensor& gamma, 
   const MemoryFormat format = check_format(op, x, {&y});
   dispatch(op, ctx,
            [&] {
-             CpuNchw nchw;
-             cpu::batchnorm_forward_eval(nchw.in(x), n, c, spatial, running_mean.data(), running_var.data(), eps,
-                                         gamma.data(), beta.data(), nchw.out(y, false));
-             nchw.finish();
+             cpu::batchnorm_forward_eval(x.data(), n, c, spatial, running_mean.data(), running_var.data(), eps,
+                                         gamma.data(), beta.data(), y.data(), format);
            },
            LS_CUDA_TWIN(gpu, {
              with_stored_type(dtype, [&](auto tag) {

@@ -7,7 +7,6 @@
 #include "kernels/cpu/batchnorm_cpu.h"
 #include "kernels/cpu/bn_sync_cpu.h"
 #include "ops/checks.h"
-#include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "ops/stored_type.h"
 
@@ -54,18 +53,16 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
                                                               &saved_inv_std})
     check_f32(op, "per-channel tensor", *t);
   [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &y});
-  [[maybe_unused]] const MemoryFormat format = check_format(op, x, {&y});
+  const MemoryFormat format = check_format(op, x, {&y});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3), count = n * spatial;
   double* packed = packed_of(sync_buffer);
   // This replica's statistics (saved_* are overwritten below), then its share
   // of the sums. The per-channel arrays and the all-reduced buffer do not
-  // depend on the format: only the passes over the images take it (on the
-  // CPU, NCHW copies: ops/cpu_nchw.h).
+  // depend on the format: only the passes over the images take it.
   dispatch(op, ctx,
            [&] {
-             CpuNchw nchw;
-             cpu::batchnorm_batch_stats(nchw.in(x), n, c, spatial, eps, batch_mean.data(), batch_var.data(),
-                                        saved_inv_std.data());
+             cpu::batchnorm_batch_stats(x.data(), n, c, spatial, eps, batch_mean.data(), batch_var.data(),
+                                        saved_inv_std.data(), format);
              cpu::bn_sync_pack_means(batch_mean.data(), count, c, packed);
            },
            LS_CUDA_TWIN(gpu, {
@@ -86,10 +83,8 @@ void batchnorm_forward_train_synced(Context& ctx, ReplicaGroup& group, const Ten
   dispatch(op, ctx,
            [&] {
              cpu::bn_sync_finish_stats(packed, c, eps, saved_mean.data(), saved_inv_std.data());
-             CpuNchw nchw;
-             cpu::batchnorm_normalize(nchw.in(x), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
-                                      beta.data(), nchw.out(y, false));
-             nchw.finish();
+             cpu::batchnorm_normalize(x.data(), n, c, spatial, saved_mean.data(), saved_inv_std.data(), gamma.data(),
+                                      beta.data(), y.data(), format);
            },
            LS_CUDA_TWIN(gpu, {
              cuda::bn_sync_finish_stats(gpu.compute_stream, packed, c, eps, saved_mean.data(), saved_inv_std.data());
@@ -113,7 +108,7 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
   for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta})
     check_f32(op, "per-channel tensor", *t);
   [[maybe_unused]] const DType dtype = check_stored(op, ctx, {&x, &dy, dx});
-  [[maybe_unused]] const MemoryFormat format = check_format(op, x, {&dy, dx});
+  const MemoryFormat format = check_format(op, x, {&dy, dx});
   const int64_t n = x.dim(0), spatial = x.dim(2) * x.dim(3);
   double* packed = packed_of(sync_buffer);
   double* sums = bn_sync_grad_sums(packed, c);
@@ -123,9 +118,8 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
   // them up), then, summed over replicas, the means the input gradient needs.
   dispatch(op, ctx,
            [&] {
-             CpuNchw nchw;
-             cpu::batchnorm_gradient_sums(nchw.in(x), nchw.in(dy), n, c, spatial, saved_mean.data(),
-                                          saved_inv_std.data(), sums, sums + c);
+             cpu::batchnorm_gradient_sums(x.data(), dy.data(), n, c, spatial, saved_mean.data(),
+                                          saved_inv_std.data(), sums, sums + c, format);
              cpu::bn_sync_param_grads(packed, c, dgamma.data(), dbeta.data());
            },
            LS_CUDA_TWIN(gpu, {
@@ -143,11 +137,9 @@ void batchnorm_backward_synced(Context& ctx, ReplicaGroup& group, const Tensor& 
   dispatch(op, ctx,
            [&] {
              cpu::bn_sync_grad_means(packed, c, mean_dy, mean_dy_xhat);
-             CpuNchw nchw;
-             cpu::batchnorm_input_gradient(nchw.in(x), nchw.in(dy), n, c, spatial, saved_mean.data(),
-                                           saved_inv_std.data(), gamma.data(), mean_dy, mean_dy_xhat,
-                                           nchw.out(*dx, accumulate), accumulate);
-             nchw.finish();
+             cpu::batchnorm_input_gradient(x.data(), dy.data(), n, c, spatial, saved_mean.data(),
+                                           saved_inv_std.data(), gamma.data(), mean_dy, mean_dy_xhat, dx->data(),
+                                           accumulate, format);
            },
            LS_CUDA_TWIN(gpu, {
              cuda::bn_sync_grad_means(gpu.compute_stream, packed, c, mean_dy, mean_dy_xhat);

@@ -8,6 +8,7 @@
 #include "ops/cpu_nchw.h"
 #include "ops/dispatch.h"
 #include "ops/stored_type.h"
+#include "runtime/cpu_convolution.h"
 #include "kernels/cpu/conv_cpu.h"
 #include "kernels/cpu/tensor_ops_cpu.h"
 
@@ -41,21 +42,10 @@ float* column_buffer(Context& ctx, const ConvGeometry& g) {
   return ctx.workspace(sizeof(float) * static_cast<size_t>(cpu::conv_scratch_floats(g)));
 }
 
-// The CPU convolution: oneDNN's where it is built in, unless
-// LOCKSTEP_CPU_CONV=im2col asks for the reference (to compare or measure).
-bool cpu_conv_on_dnnl() {
-#if LOCKSTEP_WITH_DNNL
-  static const bool on = [] {
-    const std::optional<std::string> env = environment_value(EnvironmentVariable::cpu_conv);
-    if (!env || *env == "onednn") return true;
-    LS_CHECK(*env == "im2col", "LOCKSTEP_CPU_CONV=", *env, ": expected onednn or im2col");
-    return false;
-  }();
-  return on;
-#else
-  return false;
-#endif
-}
+// NHWC images go to oneDNN's channels-last kernels as they are (no NCHW
+// copies: kernels/cpu/dnnl/conv_dnnl.h); the im2col reference computes on
+// NCHW copies.
+bool dnnl_channels_last(const Tensor& image) { return image.format() == MemoryFormat::nhwc && cpu_conv_on_dnnl(); }
 
 // The formats of the images (x, y and their gradients, which must agree) and
 // of the filter (either: cuDNN takes an NCHW filter with NHWC images too).
@@ -104,6 +94,11 @@ void conv2d_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
   dispatch(op, ctx,
            [&] {
              const float* b = bias ? bias->data() : nullptr;
+             if (dnnl_channels_last(x)) {
+               CpuNchw c;  // the filter, [O, C, K, K] on the CPU
+               LS_DNNL(cpu::dnnl_conv2d_forward(g, x.data(), c.in(w), b, y.data(), MemoryFormat::nhwc));
+               return;
+             }
              CpuNchw c;
              const float *xs = c.in(x), *ws = c.in(w);
              float* ys = c.out(y, false);
@@ -131,6 +126,12 @@ void conv2d_backward_data(Context& ctx, const Tensor& dy, const Tensor& w, Tenso
   check_format(op, dy, {&dx});
   dispatch(op, ctx,
            [&] {
+             if (dnnl_channels_last(dy)) {
+               CpuNchw c;
+               LS_DNNL(cpu::dnnl_conv2d_backward_data(g, dy.data(), c.in(w), dx.data(), accumulate,
+                                                      MemoryFormat::nhwc));
+               return;
+             }
              CpuNchw c;
              const float *dys = c.in(dy), *ws = c.in(w);
              float* dxs = c.out(dx, accumulate);
@@ -159,6 +160,11 @@ void conv2d_backward_filter(Context& ctx, const Tensor& x, const Tensor& dy, Ten
   dispatch(op, ctx,
            [&] {
              CpuNchw c;
+             if (dnnl_channels_last(x)) {
+               LS_DNNL(cpu::dnnl_conv2d_backward_filter(g, x.data(), dy.data(), c.out(dw, false), MemoryFormat::nhwc));
+               c.finish();
+               return;
+             }
              const float *xs = c.in(x), *dys = c.in(dy);
              float* dws = c.out(dw, false);
              if (cpu_conv_on_dnnl())

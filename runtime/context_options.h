@@ -33,12 +33,13 @@ struct ContextOptions {
   // How the graph lays out its image activations (kernels/memory_format.h):
   // nhwc converts the input images once per step and keeps every node's
   // [N, C, H, W] output and gradient channels-last (cuDNN's NHWC
-  // convolutions, with a KRSC copy of each filter, on a GPU; the CPU computes
-  // on NCHW copies). Weights, checkpoints and predictions do not depend on
+  // convolutions, with a KRSC copy of each filter, on a GPU; oneDNN's on the
+  // CPU). Weights, checkpoints and predictions do not depend on
   // it. Unset, the Context takes resolve_memory_format's default
   // (runtime/memory_format_option.h): nhwc for bf16 on a GPU, as PyTorch AMP
-  // with channels_last and NVIDIA's tensor-core guidance lay it out; nchw
-  // for every other precision and on the CPU. Context::memory_format() is the
+  // with channels_last and NVIDIA's tensor-core guidance lay it out, nchw for
+  // the other precisions there; nhwc on the CPU where its convolutions run on
+  // oneDNN, nchw on the im2col reference. Context::memory_format() is the
   // format in force. Synchronised batch norm takes either.
   std::optional<MemoryFormat> memory_format;
 };

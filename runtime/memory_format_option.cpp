@@ -1,5 +1,6 @@
 #include "runtime/memory_format_option.h"
 
+#include "runtime/cpu_convolution.h"
 #include "runtime/named_value.h"
 
 namespace lockstep {
@@ -9,7 +10,8 @@ MemoryFormat parse_memory_format(std::string_view text, std::string_view what) {
 }
 
 MemoryFormat default_memory_format(Precision precision, Device device) {
-  return precision == Precision::bf16 && device.is_cuda() ? MemoryFormat::nhwc : MemoryFormat::nchw;
+  if (device.is_cuda()) return precision == Precision::bf16 ? MemoryFormat::nhwc : MemoryFormat::nchw;
+  return cpu_conv_on_dnnl() ? MemoryFormat::nhwc : MemoryFormat::nchw;
 }
 
 MemoryFormat resolve_memory_format(const ContextOptions& options, Device device) {

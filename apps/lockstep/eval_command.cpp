@@ -129,11 +129,11 @@ int eval(const EvalSettings& s, const std::shared_ptr<ProcessGroup>& world) {
                                                              : "tf32";
   replica_options.context.precision =
       parse_precision(precision, s.precision.empty() ? std::string("the checkpoint's precision") : "--precision");
-  // On a GPU in that precision, also the memory format it trained in (the
-  // summation orders differ between formats there; on the CPU they do not,
-  // and its default, nchw, skips the conversions). Otherwise the default
-  // for the precision and device (default_memory_format).
-  if (s.precision.empty() && !meta("memory_format").empty() && devices[0].is_cuda())
+  // In that precision, also the memory format it trained in (the
+  // convolutions sum in other orders in the other format, on a GPU and on
+  // oneDNN's CPU kernels). Otherwise the default for the precision and
+  // device (default_memory_format).
+  if (s.precision.empty() && !meta("memory_format").empty())
     replica_options.context.memory_format = parse_memory_format(meta("memory_format"), "the checkpoint's memory format");
   ReplicaManager replicas(factory, devices, replica_options);
   // Before the loader is made: its own check of the normalisation would name neither the data nor the model.

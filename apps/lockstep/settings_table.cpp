@@ -213,9 +213,10 @@ std::vector<SettingEntry> declare_settings() {
                   .saved("precision", OnResume::another_run)
                   .agreed());
   t.push_back(setting(&S::memory_format, "--memory-format",
-                      "nchw or nhwc: how the activations lie in memory (channels-last, cuDNN's NHWC "
-                      "convolutions on a GPU); the weights, checkpoints and predictions are the same. Default: "
-                      "nhwc for --precision bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
+                      "nchw or nhwc: how the activations lie in memory (channels-last: cuDNN's NHWC "
+                      "convolutions on a GPU, oneDNN's on the CPU); the weights, checkpoints and predictions are "
+                      "the same. Default: nhwc on the CPU where its convolutions run on oneDNN (no reorders) and "
+                      "for --precision bf16 on a GPU (as PyTorch AMP with channels_last), nchw otherwise")
                   .validated(CLI::IsMember({"nchw", "nhwc"}))
                   // The library's rule, for what this run trains with.
                   .defaulted([](const S& s, Device d) { return default_memory_format(s.precision, d); })

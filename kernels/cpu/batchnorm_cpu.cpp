@@ -39,8 +39,88 @@ double plane_sum(const float* plane, int64_t spatial, double m) {
 
 }  // namespace
 
+namespace {
+
+// Channels-last twins of the per-channel sums, in the NCHW loops' order of
+// additions so both formats give the same bits: each sample's sums of every
+// channel side by side (the lanes run along the pixels, as a plane's do),
+// samples in parallel, then joined over the samples in order.
+
+// out[c] = plane_sum<Squares> of channel c of one [spatial, channels] sample.
+template <bool Squares>
+void sample_channel_sums(const float* sample, int64_t spatial, int64_t channels, const double* m, double* out) {
+  constexpr int lanes = 8;  // plane_sum's
+  std::vector<double> acc(lanes * channels, 0.0);
+  const auto add = [&](int64_t j, int l) {
+    const float* row = sample + j * channels;
+    double* a = acc.data() + l * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double v = row[c];
+      a[c] += Squares ? (v - m[c]) * (v - m[c]) : v;
+    }
+  };
+  int64_t j = 0;
+  for (; j + lanes <= spatial; j += lanes)
+    for (int l = 0; l < lanes; ++l) add(j + l, l);
+  for (; j < spatial; ++j) add(j, 0);
+  for (int64_t c = 0; c < channels; ++c) {
+    double total = 0.0;
+    for (int l = 0; l < lanes; ++l) total += acc[l * channels + c];
+    out[c] = total;
+  }
+}
+
+// total[c] = the sum over samples, in order, of their sample_channel_sums.
+template <bool Squares>
+void nhwc_channel_sums(const float* x, int64_t n, int64_t channels, int64_t spatial, const double* m, double* total) {
+  std::vector<double> per_sample(n * channels);
+  parallel_items(n, channels * spatial, [&](int64_t i) {
+    sample_channel_sums<Squares>(x + i * spatial * channels, spatial, channels, m, per_sample.data() + i * channels);
+  });
+  std::fill(total, total + channels, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < channels; ++c) total[c] += per_sample[i * channels + c];
+}
+
+void nhwc_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
+                      float* var, float* inv_std) {
+  const int64_t count = n * spatial;
+  std::vector<double> zero(channels, 0.0), m(channels), sums(channels);
+  nhwc_channel_sums<false>(x, n, channels, spatial, zero.data(), sums.data());
+  for (int64_t c = 0; c < channels; ++c) m[c] = count > 0 ? sums[c] / static_cast<double>(count) : 0.0;
+  nhwc_channel_sums<true>(x, n, channels, spatial, m.data(), sums.data());
+  for (int64_t c = 0; c < channels; ++c) {
+    mean[c] = static_cast<float>(m[c]);
+    var[c] = count > 0 ? static_cast<float>(sums[c] / static_cast<double>(count)) : 0.0f;
+    inv_std[c] = bn_inv_std(var[c], eps);
+  }
+}
+
+// Calls f(p, c) for every position p of an [n, channels, spatial] image
+// tensor laid out in `format`, c being its channel: planes or rows in parallel.
+template <class F>
+void for_each_value(int64_t n, int64_t channels, int64_t spatial, MemoryFormat format, F f) {
+  if (format == MemoryFormat::nhwc) {
+    parallel_items(n * spatial, channels, [&](int64_t row) {
+      const int64_t base = row * channels;
+      for (int64_t c = 0; c < channels; ++c) f(base + c, c);
+    });
+  } else {
+    parallel_items(n * channels, spatial, [&](int64_t plane) {
+      const int64_t c = plane % channels, base = plane * spatial;
+      for (int64_t j = 0; j < spatial; ++j) f(base + j, c);
+    });
+  }
+}
+
+}  // namespace
+
 void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
-                           float* var, float* inv_std) {
+                           float* var, float* inv_std, MemoryFormat format) {
+  if (format == MemoryFormat::nhwc) {
+    nhwc_batch_stats(x, n, channels, spatial, eps, mean, var, inv_std);
+    return;
+  }
   const int64_t count = n * spatial;
   parallel_items(channels, 2 * count, [&](int64_t c) {
     double sum = 0.0;
@@ -62,21 +142,58 @@ namespace {
 // gradient of it.
 template <bool Relu>
 void normalize_pass(const float* x, const float* shortcut, int64_t n, int64_t channels, int64_t spatial,
-                    const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y) {
-  // One item per (sample, channel) plane.
-  parallel_items(n * channels, spatial, [&](int64_t plane) {
-    const int64_t c = plane % channels, base = plane * spatial;
-    for (int64_t j = 0; j < spatial; ++j) {
-      float v = bn_normalize(x[base + j], mean[c], inv_std[c], gamma[c], beta[c]);
-      if (shortcut) v += shortcut[base + j];
-      y[base + j] = Relu ? relu_forward(v) : v;
-    }
+                    const float* mean, const float* inv_std, const float* gamma, const float* beta, float* y,
+                    MemoryFormat format) {
+  for_each_value(n, channels, spatial, format, [&](int64_t p, int64_t c) {
+    float v = bn_normalize(x[p], mean[c], inv_std[c], gamma[c], beta[c]);
+    if (shortcut) v += shortcut[p];
+    y[p] = Relu ? relu_forward(v) : v;
   });
+}
+
+// The channels-last twin of gradient_sums_pass, in its order of additions:
+// each sample's float lanes of every channel (add_lane_sums' 16, along the
+// pixels), samples in parallel, then joined into the doubles sample by
+// sample and lane by lane as add_lane_sums joins them.
+template <class Grad>
+void nhwc_gradient_sums(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
+                        const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
+  constexpr int lanes = 16;  // add_lane_sums'
+  const int64_t per_sample = 2 * lanes * channels;  // [term][lane][channel]
+  std::vector<float> acc(n * per_sample, 0.0f);
+  parallel_items(n, 2 * channels * spatial, [&](int64_t i) {
+    float* a = acc.data() + i * per_sample;
+    const auto add = [&](int64_t j, int l) {
+      const int64_t row = (i * spatial + j) * channels;
+      float *dy_lane = a + l * channels, *dy_xhat_lane = a + (lanes + l) * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        const float g = grad(row + c);
+        dy_lane[c] += g;
+        dy_xhat_lane[c] += g * ((x[row + c] - mean[c]) * inv_std[c]);
+      }
+    };
+    int64_t j = 0;
+    for (; j + lanes <= spatial; j += lanes)
+      for (int l = 0; l < lanes; ++l) add(j + l, l);
+    for (; j < spatial; ++j) add(j, 0);
+  });
+  std::fill(sum_dy, sum_dy + channels, 0.0);
+  std::fill(sum_dy_xhat, sum_dy_xhat + channels, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int l = 0; l < lanes; ++l)
+      for (int64_t c = 0; c < channels; ++c) {
+        sum_dy[c] += acc[i * per_sample + l * channels + c];
+        sum_dy_xhat[c] += acc[i * per_sample + (lanes + l) * channels + c];
+      }
 }
 
 template <class Grad>
 void gradient_sums_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
-                        const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
+                        const float* inv_std, double* sum_dy, double* sum_dy_xhat, MemoryFormat format) {
+  if (format == MemoryFormat::nhwc) {
+    nhwc_gradient_sums(x, grad, n, channels, spatial, mean, inv_std, sum_dy, sum_dy_xhat);
+    return;
+  }
   parallel_items(channels, 2 * n * spatial, [&](int64_t c) {
     double sums[2] = {0.0, 0.0};  // of dy and dy * xhat
     for (int64_t i = 0; i < n; ++i) {
@@ -94,15 +211,10 @@ void gradient_sums_pass(const float* x, Grad grad, int64_t n, int64_t channels, 
 template <class Grad>
 void input_gradient_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
                          const float* inv_std, const float* gamma, const float* mean_dy, const float* mean_dy_xhat,
-                         float* dx, bool accumulate) {
-  // One item per (sample, channel) plane.
-  parallel_items(n * channels, spatial, [&](int64_t plane) {
-    const int64_t c = plane % channels, base = plane * spatial;
-    for (int64_t j = 0; j < spatial; ++j) {
-      const float xhat = (x[base + j] - mean[c]) * inv_std[c];
-      store_grad(dx[base + j], bn_input_grad(grad(base + j), xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]),
-                 accumulate);
-    }
+                         float* dx, bool accumulate, MemoryFormat format) {
+  for_each_value(n, channels, spatial, format, [&](int64_t p, int64_t c) {
+    const float xhat = (x[p] - mean[c]) * inv_std[c];
+    store_grad(dx[p], bn_input_grad(grad(p), xhat, gamma[c], inv_std[c], mean_dy[c], mean_dy_xhat[c]), accumulate);
   });
 }
 
@@ -111,10 +223,10 @@ void input_gradient_pass(const float* x, Grad grad, int64_t n, int64_t channels,
 template <class SumsGrad, class InputGrad>
 void backward_pass(const float* x, SumsGrad sums_grad, InputGrad input_grad, int64_t n, int64_t channels,
                    int64_t spatial, const float* mean, const float* inv_std, const float* gamma, float* dgamma,
-                   float* dbeta, float* dx, bool accumulate) {
+                   float* dbeta, float* dx, bool accumulate, MemoryFormat format) {
   const int64_t count = n * spatial;
   std::vector<double> sum_dy(channels), sum_dy_xhat(channels);
-  gradient_sums_pass(x, sums_grad, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data());
+  gradient_sums_pass(x, sums_grad, n, channels, spatial, mean, inv_std, sum_dy.data(), sum_dy_xhat.data(), format);
   std::vector<float> mean_dy(channels), mean_dy_xhat(channels);
   for (int64_t c = 0; c < channels; ++c) {
     dbeta[c] = static_cast<float>(sum_dy[c]);
@@ -125,78 +237,80 @@ void backward_pass(const float* x, SumsGrad sums_grad, InputGrad input_grad, int
   }
   if (!dx || count == 0) return;
   input_gradient_pass(x, input_grad, n, channels, spatial, mean, inv_std, gamma, mean_dy.data(), mean_dy_xhat.data(),
-                      dx, accumulate);
+                      dx, accumulate, format);
 }
 
 template <class Grad>
 void backward_pass(const float* x, Grad grad, int64_t n, int64_t channels, int64_t spatial, const float* mean,
-                   const float* inv_std, const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate) {
-  backward_pass(x, grad, grad, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate);
+                   const float* inv_std, const float* gamma, float* dgamma, float* dbeta, float* dx, bool accumulate,
+                   MemoryFormat format) {
+  backward_pass(x, grad, grad, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate, format);
 }
 
 }  // namespace
 
 void batchnorm_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
-                         const float* inv_std, const float* gamma, const float* beta, float* y) {
-  normalize_pass<false>(x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
+                         const float* inv_std, const float* gamma, const float* beta, float* y, MemoryFormat format) {
+  normalize_pass<false>(x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
 void batchnorm_relu_normalize(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* mean,
-                              const float* inv_std, const float* gamma, const float* beta, float* y) {
-  normalize_pass<true>(x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y);
+                              const float* inv_std, const float* gamma, const float* beta, float* y,
+                              MemoryFormat format) {
+  normalize_pass<true>(x, nullptr, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
 void batchnorm_forward_eval(const float* x, int64_t n, int64_t channels, int64_t spatial, const float* running_mean,
-                            const float* running_var, float eps, const float* gamma, const float* beta, float* y) {
-  parallel_items(channels, n * spatial, [&](int64_t c) {
-    const float inv_std = bn_inv_std(running_var[c], eps);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t base = (i * channels + c) * spatial;
-      for (int64_t j = 0; j < spatial; ++j)
-        y[base + j] = bn_normalize(x[base + j], running_mean[c], inv_std, gamma[c], beta[c]);
-    }
+                            const float* running_var, float eps, const float* gamma, const float* beta, float* y,
+                            MemoryFormat format) {
+  std::vector<float> inv_std(channels);
+  for (int64_t c = 0; c < channels; ++c) inv_std[c] = bn_inv_std(running_var[c], eps);
+  for_each_value(n, channels, spatial, format, [&](int64_t p, int64_t c) {
+    y[p] = bn_normalize(x[p], running_mean[c], inv_std[c], gamma[c], beta[c]);
   });
 }
 
 void batchnorm_gradient_sums(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
-                             const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat) {
-  gradient_sums_pass(x, [dy](int64_t i) { return dy[i]; }, n, channels, spatial, mean, inv_std, sum_dy, sum_dy_xhat);
+                             const float* mean, const float* inv_std, double* sum_dy, double* sum_dy_xhat,
+                             MemoryFormat format) {
+  gradient_sums_pass(x, [dy](int64_t i) { return dy[i]; }, n, channels, spatial, mean, inv_std, sum_dy, sum_dy_xhat,
+                     format);
 }
 
 void batchnorm_input_gradient(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
                               const float* mean, const float* inv_std, const float* gamma, const float* mean_dy,
-                              const float* mean_dy_xhat, float* dx, bool accumulate) {
+                              const float* mean_dy_xhat, float* dx, bool accumulate, MemoryFormat format) {
   input_gradient_pass(x, [dy](int64_t i) { return dy[i]; }, n, channels, spatial, mean, inv_std, gamma, mean_dy,
-                      mean_dy_xhat, dx, accumulate);
+                      mean_dy_xhat, dx, accumulate, format);
 }
 
 void batchnorm_backward(const float* x, const float* dy, int64_t n, int64_t channels, int64_t spatial,
                         const float* mean, const float* inv_std, const float* gamma, float* dgamma, float* dbeta,
-                        float* dx, bool accumulate) {
+                        float* dx, bool accumulate, MemoryFormat format) {
   backward_pass(x, [dy](int64_t i) { return dy[i]; }, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx,
-                accumulate);
+                accumulate, format);
 }
 
 void batchnorm_relu_backward(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
                              int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
-                             float* dgamma, float* dbeta, float* dx, bool accumulate) {
+                             float* dgamma, float* dbeta, float* dx, bool accumulate, MemoryFormat format) {
   backward_pass(x, [y, dy](int64_t i) { return relu_backward(y[i], dy[i]); }, n, channels, spatial, mean, inv_std,
-                gamma, dgamma, dbeta, dx, accumulate);
+                gamma, dgamma, dbeta, dx, accumulate, format);
 }
 
 void batchnorm_add_relu_normalize(const float* x, const float* shortcut, int64_t n, int64_t channels, int64_t spatial,
                                   const float* mean, const float* inv_std, const float* gamma, const float* beta,
-                                  float* y) {
-  normalize_pass<true>(x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y);
+                                  float* y, MemoryFormat format) {
+  normalize_pass<true>(x, shortcut, n, channels, spatial, mean, inv_std, gamma, beta, y, format);
 }
 
 void batchnorm_add_relu_backward(const float* x, const float* y, const float* dy, int64_t n, int64_t channels,
                                  int64_t spatial, const float* mean, const float* inv_std, const float* gamma,
                                  float* dgamma, float* dbeta, float* dx, bool accumulate, float* dshortcut,
-                                 bool accumulate_shortcut) {
+                                 bool accumulate_shortcut, MemoryFormat format) {
   const auto masked = [y, dy](int64_t i) { return relu_backward(y[i], dy[i]); };
   if (!dshortcut) {
-    backward_pass(x, masked, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate);
+    backward_pass(x, masked, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate, format);
     return;
   }
   // The shortcut's gradient is the masked dy itself: stored as the sums pass
@@ -208,10 +322,11 @@ void batchnorm_add_relu_backward(const float* x, const float* y, const float* dy
     return g;
   };
   if (accumulate_shortcut)
-    backward_pass(x, stored, masked, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate);
+    backward_pass(x, stored, masked, n, channels, spatial, mean, inv_std, gamma, dgamma, dbeta, dx, accumulate,
+                  format);
   else
     backward_pass(x, stored, [dshortcut](int64_t i) { return dshortcut[i]; }, n, channels, spatial, mean, inv_std,
-                  gamma, dgamma, dbeta, dx, accumulate);
+                  gamma, dgamma, dbeta, dx, accumulate, format);
 }
 
 void batchnorm_update_running(float* running_mean, float* running_var, const float* mean, const float* biased_var,

@@ -163,17 +163,17 @@ class CliArguments(CliTestCase):
                              (["--drop-last"], "--drop-last (drop_last 1) differs from the checkpoint's 0"),
                              (["--limit", "32"], "--limit 32 differs from the checkpoint's 0")):
             with self.subTest(args=args):
-                r = run(["train", "--resume", ck, "--epochs", "2"] + args, self.tmp)
+                r = run(["train", "--resume", ck, "--devices", "cpu", "--epochs", "2"] + args, self.tmp)
                 self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
                 self.assertIn(needle, r.stderr)
                 self.assertIn("give --force to change it", r.stderr)
                 self.assertEqual(read(ck), before)
         # Told so, it goes on and says what it changed; a change of what
         # resuming is for (epochs, the learning rate) needs no word.
-        r = run(["train", "--resume", ck, "--epochs", "2", "--seed", "4", "--force"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--epochs", "2", "--seed", "4", "--force"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("resume: --seed 4 replaces the checkpoint's 3 (--force)", r.stdout)
-        r = run(["train", "--resume", ck, "--epochs", "3", "--lr", "0.01"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--epochs", "3", "--lr", "0.01"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("resume:", r.stdout)
 

@@ -74,14 +74,14 @@ class CliBest(unittest.TestCase):
         self.assertEqual([(s["epoch"], s["best_epoch"], s["best_checkpoint"]) for s in stop], [(best + 2, best, None)])
         # Resumed, it trains no further and leaves the checkpoint as it was.
         before = read_bytes(ck)
-        r = run(["train", "--resume", ck, "--metrics", metrics], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--metrics", metrics], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("stopped early at epoch %d: nothing to train" % (best + 2), r.stdout)
         self.assertIn("best epoch %d" % best, r.stdout)
         self.assertEqual(len(metrics_lines(metrics, "epoch")), best + 2)
         self.assertEqual(read_bytes(ck), before)
         # A larger patience goes on from there, counting the epochs already without improvement.
-        r = run(["train", "--resume", ck, "--metrics", metrics, "--early-stop", "3"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--metrics", metrics, "--early-stop", "3"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         scores = [e["test_accuracy"] for e in metrics_lines(metrics, "epoch")]
         if max(scores[best + 2:]) <= scores[best - 1]:

@@ -156,13 +156,14 @@ class CliData(CliTestCase):
         self.assertAlmostEqual(float(re.search(r"loss ([0-9.]+) accuracy", e.stdout).group(1)), test_loss, places=4)
         # A resume keeps it; another kind would make another run: refused unless --force, which then applies it.
         before = read(ck)
-        r = run(["train", "--resume", ck, "--epochs", "2", "--normalize", "none"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--epochs", "2", "--normalize", "none"], self.tmp)
         self.assert_refused(r, "--normalize none differs from the checkpoint's imagenet", "--force")
         self.assertEqual(read(ck), before)
-        r = run(["train", "--resume", ck, "--epochs", "2", "--normalize", "none", "--force"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu",
+                 "--epochs", "2", "--normalize", "none", "--force"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.normalization(ck), ("none", [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]))
-        r = run(["train", "--resume", ck, "--epochs", "3"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--epochs", "3"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.normalization(ck), ("none", [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]))
         # The default is the data set's own statistics; imagenet's needs three channels.
@@ -195,7 +196,7 @@ class CliData(CliTestCase):
         blob = read(self.path("smooth"))
         meta = json.loads(blob[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]
         self.assertAlmostEqual(float(meta["extra.label_smoothing"]), 0.3, places=6)
-        r = run(["train", "--resume", self.path("smooth"), "--epochs", "2"], self.tmp)
+        r = run(["train", "--resume", self.path("smooth"), "--devices", "cpu", "--epochs", "2"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         blob = read(self.path("smooth"))
         meta = json.loads(blob[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]

@@ -137,7 +137,7 @@ class CliEma(unittest.TestCase):
         r = run(["train"] + QUICK + ["--schedule", "constant", "--epochs", "1", "--checkpoint", ck], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertFalse(any(n.startswith("ema.") for n in read_safetensors(ck)[1]))
-        r = run(["train", "--resume", ck, "--epochs", "2", "--ema", "0.9"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--epochs", "2", "--ema", "0.9"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("holds no moving average of its weights; --ema starts one from them now", r.stdout)
         saved = read_safetensors(ck)[1]

@@ -65,7 +65,8 @@ class CliOptimizer(unittest.TestCase):
             for force in ([], ["--force"]):
                 with self.subTest(checkpoint=ck, force=force):
                     before = tensors(ck)
-                    r = run(["train", "--resume", ck, "--epochs", "2", "--optimizer", other] + force, self.tmp)
+                    r = run(["train", "--resume", ck, "--devices", "cpu",
+                             "--epochs", "2", "--optimizer", other] + force, self.tmp)
                     self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
                     self.assertIn("the checkpoint was trained with --optimizer %s" % ("sgd" if ck == sgd else "adamw"),
                                   r.stderr)

@@ -276,7 +276,7 @@ class CliOutputs(CliTestCase):
         self.assertEqual(read(ck), before)  # the epoch-1 checkpoint, not one written on the way out
         leftovers = [n for n in os.listdir(self.tmp) if n.startswith("ck.tmp")]
         # A write cut short may leave its temporary file; the next run removes it.
-        r = run(["train", "--resume", ck, "--epochs", "1"], self.tmp)
+        r = run(["train", "--resume", ck, "--devices", "cpu", "--epochs", "1"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith("ck.tmp")], [], leftovers)
 
@@ -349,7 +349,8 @@ class CliOutputs(CliTestCase):
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG instead of a kill
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-        r = subprocess.run([BIN, "train", "--resume", ck, "--epochs", "2", "--metrics", metrics], cwd=self.tmp,
+        r = subprocess.run([BIN, "train", "--resume", ck, "--devices", "cpu",
+                            "--epochs", "2", "--metrics", metrics], cwd=self.tmp,
                            capture_output=True, text=True, errors="replace", timeout=300, preexec_fn=limited)
         self.assertGreater(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("cannot write the metrics file " + metrics + ": File too large", r.stderr)
@@ -380,7 +381,8 @@ class CliOutputs(CliTestCase):
         r = run(other + ["--force"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("small-cnn", read(ck)[:4096].decode("utf-8", "replace"))
-        r = run(["train", "--resume", ck, "--epochs", "2", "--metrics", metrics], self.tmp)  # its own files: no word
+        r = run(["train", "--resume", ck, "--devices", "cpu",
+                 "--epochs", "2", "--metrics", metrics], self.tmp)  # its own files: no word
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("notice: --checkpoint", r.stderr)
         self.assertNotIn("notice: --metrics", r.stderr)

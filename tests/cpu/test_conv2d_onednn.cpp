@@ -3,8 +3,10 @@
 // against PyTorch: forward with and without bias, the data gradient written
 // and accumulated, the weight gradient, for the geometries the models use
 // (3x3 stride 1 and 2, 1x1 shortcuts, a 3-channel stem, a 5x5 without
-// padding, odd sizes, one sample) on 1 and 2 threads. Only in a build with
-// oneDNN: without it the reference is the CPU convolution.
+// padding, odd sizes, one sample) on 1 and 2 threads, with NCHW images and
+// with channels-last ones (oneDNN's own kernels for those, no reorders;
+// transposed here with loops of the test's own). Only in a build with oneDNN:
+// without it the reference is the CPU convolution.
 #include <catch2/catch.hpp>
 
 #if LOCKSTEP_WITH_DNNL
@@ -16,8 +18,11 @@
 #include "kernels/cpu/conv_cpu.h"
 #include "kernels/cpu/dnnl/conv_dnnl.h"
 #include "kernels/cpu/thread_pool.h"
+#include "support/compute_threads.h"
+#include "support/image_layouts.h"
 
 using namespace lockstep;
+using namespace lockstep::testing;
 
 namespace {
 
@@ -52,12 +57,6 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
   INFO(what << ": worst error " << worst << " of the sum of magnitudes");
   CHECK(bad == 0);
 }
-
-struct ThreadsFor {
-  int saved;
-  explicit ThreadsFor(int threads) : saved(cpu::compute_threads()) { cpu::set_compute_threads(threads); }
-  ~ThreadsFor() { cpu::set_compute_threads(saved); }
-};
 
 }  // namespace
 
@@ -100,29 +99,41 @@ TEST_CASE("the oneDNN convolution equals the im2col reference forward and backwa
     cpu::conv2d_backward_data(g, ady.data(), aw.data(), dx_mag.data(), false, scratch.data());
     cpu::conv2d_backward_data(g, ady.data(), aw.data(), dxa_mag.data(), true, scratch.data());
     cpu::conv2d_backward_filter(g, ax.data(), ady.data(), dw_mag.data(), scratch.data());
-    for (int threads : {1, 2}) {
-      ThreadsFor pool(threads);
-      INFO(threads << " thread(s); " << g.batch << "x" << g.in_channels << "x" << g.in_h << "x" << g.in_w << " to "
-                   << g.out_channels << ", kernel " << g.kernel << " stride " << g.stride << " padding " << g.padding);
-      // Twice, so the second call runs on the primitives and buffers the first one kept.
-      for (int round = 0; round < 2; ++round) {
-        std::vector<float> y(dy.size(), 42.0f), yb(dy.size(), 42.0f), dx(x.size(), 42.0f), dxa = dx_start,
-            dw(w.size(), 42.0f);
-        cpu::dnnl_conv2d_forward(g, x.data(), w.data(), nullptr, y.data());
-        cpu::dnnl_conv2d_forward(g, x.data(), w.data(), bias.data(), yb.data());
-        cpu::dnnl_conv2d_backward_data(g, dy.data(), w.data(), dx.data(), false);
-        cpu::dnnl_conv2d_backward_data(g, dy.data(), w.data(), dxa.data(), true);
-        cpu::dnnl_conv2d_backward_filter(g, x.data(), dy.data(), dw.data());
-        check_close(y, y_ref, y_mag, "forward");
-        check_close(yb, yb_ref, yb_mag, "forward with bias");
-        check_close(dx, dx_ref, dx_mag, "data gradient");
-        check_close(dxa, dxa_ref, dxa_mag, "data gradient added onto another");
-        check_close(dw, dw_ref, dw_mag, "weight gradient");
+    const int64_t in_spatial = g.in_h * g.in_w, out_spatial = g.out_h * g.out_w;
+    for (MemoryFormat format : {MemoryFormat::nchw, MemoryFormat::nhwc})
+      for (int threads : {1, 2}) {
+        ComputeThreadsFor pool(threads);
+        INFO(memory_format_name(format) << ", " << threads << " thread(s); " << g.batch << "x" << g.in_channels << "x"
+                                        << g.in_h << "x" << g.in_w << " to " << g.out_channels << ", kernel "
+                                        << g.kernel << " stride " << g.stride << " padding " << g.padding);
+        const bool nhwc = format == MemoryFormat::nhwc;
+        // Images in the format, and back to NCHW for the comparison.
+        const auto image_in = [&](const std::vector<float>& v, int64_t c, int64_t spatial) {
+          return nhwc ? to_nhwc(v, g.batch, c, spatial) : v;
+        };
+        const auto image_out = [&](const std::vector<float>& v, int64_t c, int64_t spatial) {
+          return nhwc ? to_nchw(v, g.batch, c, spatial) : v;
+        };
+        const auto xf = image_in(x, g.in_channels, in_spatial), dyf = image_in(dy, g.out_channels, out_spatial);
+        // Twice, so the second call runs on the primitives and buffers the first one kept.
+        for (int round = 0; round < 2; ++round) {
+          std::vector<float> y(dy.size(), 42.0f), yb(dy.size(), 42.0f), dx(x.size(), 42.0f),
+              dxa = image_in(dx_start, g.in_channels, in_spatial), dw(w.size(), 42.0f);
+          cpu::dnnl_conv2d_forward(g, xf.data(), w.data(), nullptr, y.data(), format);
+          cpu::dnnl_conv2d_forward(g, xf.data(), w.data(), bias.data(), yb.data(), format);
+          cpu::dnnl_conv2d_backward_data(g, dyf.data(), w.data(), dx.data(), false, format);
+          cpu::dnnl_conv2d_backward_data(g, dyf.data(), w.data(), dxa.data(), true, format);
+          cpu::dnnl_conv2d_backward_filter(g, xf.data(), dyf.data(), dw.data(), format);
+          check_close(image_out(y, g.out_channels, out_spatial), y_ref, y_mag, "forward");
+          check_close(image_out(yb, g.out_channels, out_spatial), yb_ref, yb_mag, "forward with bias");
+          check_close(image_out(dx, g.in_channels, in_spatial), dx_ref, dx_mag, "data gradient");
+          check_close(image_out(dxa, g.in_channels, in_spatial), dxa_ref, dxa_mag, "data gradient added onto another");
+          check_close(dw, dw_ref, dw_mag, "weight gradient");
+        }
       }
-    }
   }
-  // One geometry with bias and one without per case, kept by this thread.
-  CHECK(cpu::dnnl_cached_geometries() - cached_before == 2 * int(std::size(cases)));
+  // One geometry with bias and one without per case and format, kept by this thread.
+  CHECK(cpu::dnnl_cached_geometries() - cached_before == 4 * int(std::size(cases)));
 }
 
 TEST_CASE("the oneDNN convolution gives the same bits again on the same thread count", "[conv2d][onednn]") {
@@ -130,7 +141,7 @@ TEST_CASE("the oneDNN convolution gives the same bits again on the same thread c
   REQUIRE(ConvGeometry::make(8, 16, 16, 16, 16, 3, 1, 1, g).empty());
   const auto x = normal_floats(size_t(g.batch * g.in_sample()), 7), dy = normal_floats(size_t(g.batch * g.out_sample()), 8);
   std::vector<float> first(size_t(g.weight_numel())), again(first.size());
-  ThreadsFor pool(2);
+  ComputeThreadsFor pool(2);
   cpu::dnnl_conv2d_backward_filter(g, x.data(), dy.data(), first.data());
   cpu::dnnl_conv2d_backward_filter(g, x.data(), dy.data(), again.data());
   CHECK(first == again);

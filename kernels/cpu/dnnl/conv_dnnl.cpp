@@ -121,6 +121,7 @@ struct Engine {
 // Everything one geometry needs, built on first use of each direction.
 struct Entry {
   memory::desc x, w, y, bias;  // lockstep's layouts
+  bool nhwc = false;           // the images' layout is oneDNN's too
   memory::dims strides, padding;
   std::optional<dnnl::convolution_forward::primitive_desc> forward_pd;
   std::optional<dnnl::convolution_forward> forward;
@@ -130,9 +131,14 @@ struct Entry {
   std::optional<Operand> dy_data, w_data, dx_write, dx_add;
   std::optional<dnnl::convolution_backward_weights> backward_weights;
   std::optional<Operand> x_weights, dy_weights, dw;
+
+  // How a primitive is told of an image operand held as `held`.
+  memory::desc image(const memory::desc& held) const {
+    return nhwc ? held : memory::desc(held.dims(), memory::data_type::f32, memory::format_tag::any);
+  }
 };
 
-using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, MemoryFormat>;
 
 // More distinct geometries than a network and its last partial batch and
 // evaluation batch use: beyond it the thread's cache starts afresh.
@@ -149,29 +155,34 @@ Engine& engine() {
 memory::desc plain(memory::dims dims, Tag tag) { return memory::desc(dims, memory::data_type::f32, tag); }
 memory::desc any(memory::dims dims) { return memory::desc(dims, memory::data_type::f32, Tag::any); }
 
-Entry& entry_for(const ConvGeometry& g, bool bias) {
-  const Key key{g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding, bias};
+Entry& entry_for(const ConvGeometry& g, bool bias, MemoryFormat format) {
+  const Key key{g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding, bias, format};
   auto it = thread_cache.find(key);
   if (it != thread_cache.end()) return *it->second;
   if (thread_cache.size() >= kMaxGeometries) thread_cache.clear();
   auto e = std::make_unique<Entry>();
   const memory::dims x{g.batch, g.in_channels, g.in_h, g.in_w}, w{g.out_channels, g.in_channels, g.kernel, g.kernel},
       y{g.batch, g.out_channels, g.out_h, g.out_w};
-  e->x = plain(x, Tag::nchw);
+  const bool nhwc = format == MemoryFormat::nhwc;
+  e->x = plain(x, nhwc ? Tag::nhwc : Tag::nchw);
   e->w = plain(w, Tag::oihw);
-  e->y = plain(y, Tag::nchw);
+  e->y = plain(y, nhwc ? Tag::nhwc : Tag::nchw);
+  e->nhwc = nhwc;
   e->bias = plain({g.out_channels}, Tag::x);
   e->strides = {g.stride, g.stride};
   e->padding = {g.padding, g.padding};
   // Every direction is described with the forward's hint, so all three agree
   // on the blocked layouts; "any" lets oneDNN pick them for this machine.
+  // NHWC images are held to NHWC (oneDNN's channels-last kernels), so only
+  // the filter is reordered.
   using dnnl::algorithm;
   using dnnl::prop_kind;
   auto desc = bias ? dnnl::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
-                                                     any(x), any(w), e->bias, any(y), e->strides, e->padding,
-                                                     e->padding)
+                                                     e->image(e->x), any(w), e->bias, e->image(e->y), e->strides,
+                                                     e->padding, e->padding)
                    : dnnl::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
-                                                     any(x), any(w), any(y), e->strides, e->padding, e->padding);
+                                                     e->image(e->x), any(w), e->image(e->y), e->strides, e->padding,
+                                                     e->padding);
   e->forward_pd.emplace(desc, engine().engine);
   return *thread_cache.emplace(key, std::move(e)).first->second;
 }
@@ -200,10 +211,11 @@ void guarded(const char* what, const ConvGeometry& g, F f) {
 
 }  // namespace
 
-void dnnl_conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y) {
+void dnnl_conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y,
+                         MemoryFormat format) {
   if (g.batch == 0) return;
   guarded("forward", g, [&](dnnl::stream& s) {
-    Entry& e = entry_for(g, bias != nullptr);
+    Entry& e = entry_for(g, bias != nullptr, format);
     const dnnl::engine& eng = engine().engine;
     if (!e.forward) {
       e.forward.emplace(*e.forward_pd);
@@ -223,15 +235,16 @@ void dnnl_conv2d_forward(const ConvGeometry& g, const float* x, const float* w, 
   });
 }
 
-void dnnl_conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx, bool accumulate) {
+void dnnl_conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx, bool accumulate,
+                               MemoryFormat format) {
   if (g.batch == 0) return;
   guarded("backward data", g, [&](dnnl::stream& s) {
-    Entry& e = entry_for(g, false);
+    Entry& e = entry_for(g, false, format);
     const dnnl::engine& eng = engine().engine;
     if (!e.backward_data) {
-      const auto desc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any(e.x.dims()),
-                                                              any(e.w.dims()), any(e.y.dims()), e.strides,
-                                                              e.padding, e.padding);
+      const auto desc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, e.image(e.x),
+                                                              any(e.w.dims()), e.image(e.y), e.strides, e.padding,
+                                                              e.padding);
       const dnnl::convolution_backward_data::primitive_desc pd(desc, eng, *e.forward_pd);
       e.backward_data.emplace(pd);
       e.dy_data.emplace(eng, e.y, pd.diff_dst_desc(), 0, true, false, false);
@@ -247,18 +260,19 @@ void dnnl_conv2d_backward_data(const ConvGeometry& g, const float* dy, const flo
   });
 }
 
-void dnnl_conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+void dnnl_conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                                 MemoryFormat format) {
   if (g.batch == 0) {
     std::fill(dw, dw + g.weight_numel(), 0.0f);
     return;
   }
   guarded("backward filter", g, [&](dnnl::stream& s) {
-    Entry& e = entry_for(g, false);
+    Entry& e = entry_for(g, false, format);
     const dnnl::engine& eng = engine().engine;
     if (!e.backward_weights) {
       const auto desc = dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
-                                                                 any(e.x.dims()), any(e.w.dims()),
-                                                                 any(e.y.dims()), e.strides, e.padding, e.padding);
+                                                                 e.image(e.x), any(e.w.dims()), e.image(e.y),
+                                                                 e.strides, e.padding, e.padding);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, eng, *e.forward_pd);
       e.backward_weights.emplace(pd);
       e.x_weights.emplace(eng, e.x, pd.src_desc(), 0, true, false, false);

@@ -70,30 +70,45 @@ void sample_channel_sums(const float* sample, int64_t spatial, int64_t channels,
   }
 }
 
-// total[c] = the sum over samples, in order, of their sample_channel_sums.
-template <bool Squares>
-void nhwc_channel_sums(const float* x, int64_t n, int64_t channels, int64_t spatial, const double* m, double* total) {
-  std::vector<double> per_sample(n * channels);
-  parallel_items(n, channels * spatial, [&](int64_t i) {
-    sample_channel_sums<Squares>(x + i * spatial * channels, spatial, channels, m, per_sample.data() + i * channels);
-  });
-  std::fill(total, total + channels, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t c = 0; c < channels; ++c) total[c] += per_sample[i * channels + c];
+// The statistics of a channel from each sample's: sum[i] of its `spatial`
+// values (at stride `stride` in `sum` and `squares`) and squares[i], their
+// squared distances from that sample's own mean. Joined over the samples in
+// order (Chan et al.'s pairwise update: sum (squares_i + spatial (m_i - m)^2)),
+// so each sample's values are read twice while they are in cache and the
+// whole tensor once from memory, where the variance around the batch mean
+// needs the mean before a second pass over all of it. Every term is
+// non-negative: nothing cancels, and in double the float mean and variance
+// are those of the two passes but in a tie far below float's precision.
+void channel_stats(const double* sum, const double* squares, int64_t stride, int64_t n, int64_t spatial, float eps,
+                   float* mean, float* var, float* inv_std) {
+  const int64_t count = n * spatial;
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) total += sum[i * stride];
+  const double m = count > 0 ? total / static_cast<double>(count) : 0.0;
+  double spread = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double off = sum[i * stride] / static_cast<double>(spatial) - m;
+    spread += squares[i * stride] + static_cast<double>(spatial) * off * off;
+  }
+  *mean = static_cast<float>(m);
+  *var = count > 0 ? static_cast<float>(spread / static_cast<double>(count)) : 0.0f;
+  *inv_std = bn_inv_std(*var, eps);
 }
 
 void nhwc_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
                       float* var, float* inv_std) {
-  const int64_t count = n * spatial;
-  std::vector<double> zero(channels, 0.0), m(channels), sums(channels);
-  nhwc_channel_sums<false>(x, n, channels, spatial, zero.data(), sums.data());
-  for (int64_t c = 0; c < channels; ++c) m[c] = count > 0 ? sums[c] / static_cast<double>(count) : 0.0;
-  nhwc_channel_sums<true>(x, n, channels, spatial, m.data(), sums.data());
-  for (int64_t c = 0; c < channels; ++c) {
-    mean[c] = static_cast<float>(m[c]);
-    var[c] = count > 0 ? static_cast<float>(sums[c] / static_cast<double>(count)) : 0.0f;
-    inv_std[c] = bn_inv_std(var[c], eps);
-  }
+  // [sample][channel]: each sample's sums, then its squares about its means.
+  std::vector<double> sums(n * channels), squares(n * channels);
+  parallel_items(n, 2 * channels * spatial, [&](int64_t i) {
+    const float* sample = x + i * spatial * channels;
+    double* s = sums.data() + i * channels;
+    std::vector<double> m(channels, 0.0);
+    sample_channel_sums<false>(sample, spatial, channels, m.data(), s);
+    for (int64_t c = 0; c < channels; ++c) m[c] = s[c] / static_cast<double>(spatial);
+    sample_channel_sums<true>(sample, spatial, channels, m.data(), squares.data() + i * channels);
+  });
+  for (int64_t c = 0; c < channels; ++c)
+    channel_stats(sums.data() + c, squares.data() + c, channels, n, spatial, eps, mean + c, var + c, inv_std + c);
 }
 
 // Calls f(p, c) for every position p of an [n, channels, spatial] image
@@ -121,16 +136,14 @@ void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t 
     nhwc_batch_stats(x, n, channels, spatial, eps, mean, var, inv_std);
     return;
   }
-  const int64_t count = n * spatial;
-  parallel_items(channels, 2 * count, [&](int64_t c) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += plane_sum<false>(x + (i * channels + c) * spatial, spatial, 0.0);
-    const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
-    double squares = 0.0;
-    for (int64_t i = 0; i < n; ++i) squares += plane_sum<true>(x + (i * channels + c) * spatial, spatial, m);
-    mean[c] = static_cast<float>(m);
-    var[c] = count > 0 ? static_cast<float>(squares / static_cast<double>(count)) : 0.0f;
-    inv_std[c] = bn_inv_std(var[c], eps);
+  parallel_items(channels, 2 * n * spatial, [&](int64_t c) {
+    std::vector<double> sums(n), squares(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* plane = x + (i * channels + c) * spatial;
+      sums[i] = plane_sum<false>(plane, spatial, 0.0);
+      squares[i] = plane_sum<true>(plane, spatial, sums[i] / static_cast<double>(spatial));
+    }
+    channel_stats(sums.data(), squares.data(), 1, n, spatial, eps, mean + c, var + c, inv_std + c);
   });
 }
 

@@ -10,11 +10,14 @@
 
 namespace lockstep::cpu {
 
-// Per-channel mean and biased variance over the n * spatial values, in two
-// passes (the variance around the mean) with double accumulators, and
-// inv_std = 1 / sqrt(var + eps). An empty batch gives mean = var = 0. (A
-// one-pass shifted sum was tried: it moved the statistics of near-constant
-// channels enough that resnet50's CPU and GPU steps no longer agreed.)
+// Per-channel mean and biased variance over the n * spatial values, with
+// double accumulators, and inv_std = 1 / sqrt(var + eps). Each sample's
+// values are summed, then their squared distances from that sample's mean
+// (while they are in cache), and the samples joined by Chan et al.'s update,
+// a sum of non-negative terms: the variance around the mean without a second
+// pass over the whole batch. An empty batch gives mean = var = 0. (A one-pass
+// shifted sum was tried: it moved the statistics of near-constant channels
+// enough that resnet50's CPU and GPU steps no longer agreed.)
 void batchnorm_batch_stats(const float* x, int64_t n, int64_t channels, int64_t spatial, float eps, float* mean,
                            float* var, float* inv_std, MemoryFormat format = MemoryFormat::nchw);
 

@@ -50,13 +50,14 @@ double normwise(const std::vector<float>& a, const std::vector<float>& b) {
   return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
-// Three steps of a few samples move the parameters by a few percent; the
-// convolutions' orders of summing differ by float rounding (a few 1e-8 of a
-// sum, tests/cpu/test_conv2d_onednn.cpp), which the steps carry to about
-// 1e-7 of the parameters and logits (measured on a Xeon with AVX-512: at
-// most 3e-7). 1e-5 leaves room for other machines and stays far below a
-// wrong tap or channel (tens of percent).
-constexpr double kConvOrderBound = 1e-5;
+// The convolutions' orders of summing differ by float rounding (a few 1e-8
+// of a sum, tests/cpu/test_conv2d_onednn.cpp); over these three steps that
+// moved the parameters by at most 3.3e-7 of their norm, and the momentum and
+// held-out logits by up to 7.6e-6, where a max-pool window's two largest
+// values swapped (measured on a Xeon with AVX-512; the CLI test holds the
+// same against a control run on the im2col reference). 1e-4 leaves room for
+// other machines and stays far below a wrong tap or channel (tens of percent).
+constexpr double kConvOrderBound = 1e-4;
 
 // NHWC's outcome against NCHW's: bit for bit on the im2col reference, else
 // within the convolutions' rounding, the same samples counted and (but for a

@@ -37,9 +37,17 @@ double plane_sum(const float* plane, int64_t spatial, double m) {
   return total;
 }
 
-}  // namespace
-
-namespace {
+// Calls f(j, l) for each pixel j of a plane of `spatial` pixels, l being the
+// lane its sum goes to: j % Lanes over the whole groups of Lanes, lane 0 for
+// the rest (plane_sum's and add_lane_sums' order, which the channels-last
+// sums repeat to give NCHW's bits).
+template <int Lanes, class F>
+void for_each_lane(int64_t spatial, F f) {
+  int64_t j = 0;
+  for (; j + Lanes <= spatial; j += Lanes)
+    for (int l = 0; l < Lanes; ++l) f(j + l, l);
+  for (; j < spatial; ++j) f(j, 0);
+}
 
 // Channels-last twins of the per-channel sums, in the NCHW loops' order of
 // additions so both formats give the same bits: each sample's sums of every
@@ -51,18 +59,14 @@ template <bool Squares>
 void sample_channel_sums(const float* sample, int64_t spatial, int64_t channels, const double* m, double* out) {
   constexpr int lanes = 8;  // plane_sum's
   std::vector<double> acc(lanes * channels, 0.0);
-  const auto add = [&](int64_t j, int l) {
+  for_each_lane<lanes>(spatial, [&](int64_t j, int l) {
     const float* row = sample + j * channels;
     double* a = acc.data() + l * channels;
     for (int64_t c = 0; c < channels; ++c) {
       const double v = row[c];
       a[c] += Squares ? (v - m[c]) * (v - m[c]) : v;
     }
-  };
-  int64_t j = 0;
-  for (; j + lanes <= spatial; j += lanes)
-    for (int l = 0; l < lanes; ++l) add(j + l, l);
-  for (; j < spatial; ++j) add(j, 0);
+  });
   for (int64_t c = 0; c < channels; ++c) {
     double total = 0.0;
     for (int l = 0; l < lanes; ++l) total += acc[l * channels + c];
@@ -176,7 +180,7 @@ void nhwc_gradient_sums(const float* x, Grad grad, int64_t n, int64_t channels, 
   std::vector<float> acc(n * per_sample, 0.0f);
   parallel_items(n, 2 * channels * spatial, [&](int64_t i) {
     float* a = acc.data() + i * per_sample;
-    const auto add = [&](int64_t j, int l) {
+    for_each_lane<lanes>(spatial, [&](int64_t j, int l) {
       const int64_t row = (i * spatial + j) * channels;
       float *dy_lane = a + l * channels, *dy_xhat_lane = a + (lanes + l) * channels;
       for (int64_t c = 0; c < channels; ++c) {
@@ -184,11 +188,7 @@ void nhwc_gradient_sums(const float* x, Grad grad, int64_t n, int64_t channels, 
         dy_lane[c] += g;
         dy_xhat_lane[c] += g * ((x[row + c] - mean[c]) * inv_std[c]);
       }
-    };
-    int64_t j = 0;
-    for (; j + lanes <= spatial; j += lanes)
-      for (int l = 0; l < lanes; ++l) add(j + l, l);
-    for (; j < spatial; ++j) add(j, 0);
+    });
   });
   std::fill(sum_dy, sum_dy + channels, 0.0);
   std::fill(sum_dy_xhat, sum_dy_xhat + channels, 0.0);

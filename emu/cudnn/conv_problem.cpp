@@ -14,8 +14,6 @@ namespace lockstep::emu::cudnn {
 
 namespace {
 
-std::string at(const char* call, const std::string& what) { return std::string(call) + ": " + what; }
-
 // The descriptor roles of each direction, for messages.
 struct Names {
   const char* x;

@@ -53,6 +53,9 @@ namespace lockstep::emu::cudnn {
 cudnnStatus_t fail(cudnnStatus_t status, const std::string& message);
 std::string take_last_error();
 
+// A message naming the call it came from: "cudnnPoolingForward: ...".
+inline std::string at(const char* call, const std::string& what) { return std::string(call) + ": " + what; }
+
 // The handle is usable now: not null, its device is the current one and its
 // stream belongs to that device (what a kernel launch of the real library needs).
 cudnnStatus_t check_handle(cudnnHandle_t handle, const char* call);

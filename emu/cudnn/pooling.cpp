@@ -15,8 +15,6 @@ using namespace lockstep::emu::cudnn;
 
 namespace {
 
-std::string at(const char* call, const std::string& what) { return std::string(call) + ": " + what; }
-
 struct PoolProblem {
   lockstep::PoolGeometry g;
   bool max = true;

@@ -10,8 +10,6 @@
 namespace lockstep::cuda {
 
 namespace {
-const float kOne = 1.0f;
-const float kZero = 0.0f;
 
 // An empty batch has a zero weight gradient and nothing for cuDNN to do.
 template <typename D> bool zeroed_for_empty_batch(CudaLibraries& state, const ConvGeometry& g, D* dw) {
@@ -27,17 +25,17 @@ void conv2d_forward(CudaLibraries& state, const ConvGeometry& g, const T* x, con
   if (g.batch == 0) return;
   const int64_t spatial = g.out_h * g.out_w;
   // `beta` blends the convolution onto what y holds: the broadcast bf16 bias.
-  const float* beta = &kZero;
+  const float* beta = &kCudnnZero;
   if constexpr (std::is_same_v<T, bf16_bits>) {
     broadcast_bias_bf16(state.compute_stream, bias, y, g.batch, g.out_channels, spatial, formats.images);
-    if (bias.data) beta = &kOne;
+    if (bias.data) beta = &kCudnnOne;
   }
   ConvPlan& plan = state.plans->conv(g, formats.images, formats.filter, cudnn_data_type<T>());
   // A blending call must not let the search overwrite what y holds.
   const ConvAlgorithm& a =
       conv_algorithm(state, plan, ConvDirection::forward, {x, w, nullptr, *beta != 0.0f ? nullptr : y});
   void* workspace = state.workspace(a.workspace_bytes);
-  LS_CUDNN_CHECK(cudnnConvolutionForward(state.cudnn, &kOne, plan.x.get(), x, plan.w.get(), w,
+  LS_CUDNN_CHECK(cudnnConvolutionForward(state.cudnn, &kCudnnOne, plan.x.get(), x, plan.w.get(), w,
                                          plan.desc(ConvDirection::forward),
                                          static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace, a.workspace_bytes,
                                          beta, plan.y.get(), y));
@@ -55,10 +53,10 @@ void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const T* 
   const ConvAlgorithm& a =
       conv_algorithm(state, plan, ConvDirection::backward_data, {nullptr, w, dy, accumulate ? nullptr : dx});
   void* workspace = state.workspace(a.workspace_bytes);
-  LS_CUDNN_CHECK(cudnnConvolutionBackwardData(state.cudnn, &kOne, plan.w.get(), w, plan.y.get(), dy,
+  LS_CUDNN_CHECK(cudnnConvolutionBackwardData(state.cudnn, &kCudnnOne, plan.w.get(), w, plan.y.get(), dy,
                                               plan.desc(ConvDirection::backward_data),
                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), workspace,
-                                              a.workspace_bytes, accumulate ? &kOne : &kZero, plan.x.get(), dx));
+                                              a.workspace_bytes, accumulate ? &kCudnnOne : &kCudnnZero, plan.x.get(), dx));
 }
 
 template <typename T>
@@ -68,10 +66,10 @@ void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const T
   ConvPlan& plan = state.plans->conv(g, formats.images, formats.filter, cudnn_data_type<T>());
   const ConvAlgorithm& a = conv_algorithm(state, plan, ConvDirection::backward_filter, {x, nullptr, dy, dw});
   void* workspace = state.workspace(a.workspace_bytes);
-  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.cudnn, &kOne, plan.x.get(), x, plan.y.get(), dy,
+  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.cudnn, &kCudnnOne, plan.x.get(), x, plan.y.get(), dy,
                                                 plan.desc(ConvDirection::backward_filter),
                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), workspace,
-                                                a.workspace_bytes, &kZero, plan.w.get(), dw));
+                                                a.workspace_bytes, &kCudnnZero, plan.w.get(), dw));
 }
 
 void conv2d_backward_filter(CudaLibraries& state, const ConvGeometry& g, const bf16_bits* x, const bf16_bits* dy,

@@ -82,6 +82,11 @@ TensorDescriptor make_tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t
                                         MemoryFormat format = MemoryFormat::nchw,
                                         cudnnDataType_t type = CUDNN_DATA_FLOAT);
 
+// cuDNN's alpha and beta scalars, passed by address: y = 1 * op(x) + 0 * y
+// (the computation's result) or + 1 * y (added onto what y holds).
+inline constexpr float kCudnnOne = 1.0f;
+inline constexpr float kCudnnZero = 0.0f;
+
 // The cuDNN data type of a tensor's elements: float, or bf16 held as raw bits
 // (bf16_bits, kernels/bf16_math.h).
 template <typename T> constexpr cudnnDataType_t cudnn_data_type() {

@@ -8,8 +8,6 @@
 namespace lockstep::cuda {
 
 namespace {
-const float kOne = 1.0f;
-const float kZero = 0.0f;
 
 // Float tensors, or bf16 ones (computed in FP32, stored rounded: the max of
 // bf16 values is exact; an average is rounded once).
@@ -18,7 +16,7 @@ void forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const T
              int64_t channels) {
   if (g.planes == 0) return;
   PoolPlan& plan = state.plans->pool(g, mode, format, channels, cudnn_data_type<T>());
-  LS_CUDNN_CHECK(cudnnPoolingForward(state.cudnn, plan.pool.get(), &kOne, plan.x.get(), x, &kZero, plan.y.get(), y));
+  LS_CUDNN_CHECK(cudnnPoolingForward(state.cudnn, plan.pool.get(), &kCudnnOne, plan.x.get(), x, &kCudnnZero, plan.y.get(), y));
 }
 
 template <typename T>
@@ -26,8 +24,8 @@ void backward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const 
               bool accumulate, MemoryFormat format, int64_t channels) {
   if (g.planes == 0) return;
   PoolPlan& plan = state.plans->pool(g, mode, format, channels, cudnn_data_type<T>());
-  LS_CUDNN_CHECK(cudnnPoolingBackward(state.cudnn, plan.pool.get(), &kOne, plan.y.get(), y, plan.y.get(), dy,
-                                      plan.x.get(), x, accumulate ? &kOne : &kZero, plan.x.get(), dx));
+  LS_CUDNN_CHECK(cudnnPoolingBackward(state.cudnn, plan.pool.get(), &kCudnnOne, plan.y.get(), y, plan.y.get(), dy,
+                                      plan.x.get(), x, accumulate ? &kCudnnOne : &kCudnnZero, plan.x.get(), dx));
 }
 
 }  // namespace

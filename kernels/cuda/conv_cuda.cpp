@@ -56,7 +56,8 @@ void conv2d_backward_data(CudaLibraries& state, const ConvGeometry& g, const T* 
   LS_CUDNN_CHECK(cudnnConvolutionBackwardData(state.cudnn, &kCudnnOne, plan.w.get(), w, plan.y.get(), dy,
                                               plan.desc(ConvDirection::backward_data),
                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), workspace,
-                                              a.workspace_bytes, accumulate ? &kCudnnOne : &kCudnnZero, plan.x.get(), dx));
+                                              a.workspace_bytes, accumulate ? &kCudnnOne : &kCudnnZero, plan.x.get(),
+                                              dx));
 }
 
 template <typename T>

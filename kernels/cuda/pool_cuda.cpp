@@ -16,7 +16,8 @@ void forward(CudaLibraries& state, const PoolGeometry& g, PoolMode mode, const T
              int64_t channels) {
   if (g.planes == 0) return;
   PoolPlan& plan = state.plans->pool(g, mode, format, channels, cudnn_data_type<T>());
-  LS_CUDNN_CHECK(cudnnPoolingForward(state.cudnn, plan.pool.get(), &kCudnnOne, plan.x.get(), x, &kCudnnZero, plan.y.get(), y));
+  LS_CUDNN_CHECK(
+      cudnnPoolingForward(state.cudnn, plan.pool.get(), &kCudnnOne, plan.x.get(), x, &kCudnnZero, plan.y.get(), y));
 }
 
 template <typename T>
